@@ -1,0 +1,191 @@
+//! The client: connections, pub/sub and watchdog shared by every lock.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::{Connection, RedisResult};
+use uuid::Uuid;
+
+use crate::config::{ClientBuilder, Config};
+use crate::connections::Connections;
+use crate::error::{Error, Result};
+use crate::lock::Lock;
+use crate::pubsub::PubSub;
+use crate::renewals::RenewalMap;
+use crate::thread_id;
+use crate::watchdog::{Renewer, Watchdog};
+
+/// A connection manager for Redis locks, shared by the whole program.
+///
+/// It owns one random UUID (the `<client-uuid>` in every holder field), a
+/// small pool of command connections, one pub/sub connection with its
+/// subscriber thread, and one watchdog thread. Cloning is cheap: clones share
+/// all of it. Build one per process and pass clones around, or use
+/// [`global`](crate::global).
+///
+/// ```no_run
+/// # fn main() -> redhold::Result<()> {
+/// use std::time::Duration;
+/// let client = redhold::Client::builder()
+///     .url("redis://127.0.0.1:6379/")
+///     .watchdog_timeout(Duration::from_secs(30))
+///     .build()?;
+/// let _guard = client.lock("orders:42").lock()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: Uuid,
+    /// The id as it appears in holder fields: lowercase, hyphenated.
+    id_text: String,
+    config: Config,
+    connections: Arc<Connections>,
+    renewals: Arc<RenewalMap>,
+    pubsub: PubSub,
+    watchdog: Watchdog,
+    shut_down: AtomicBool,
+    /// Numbers release requests, for the unlock latch.
+    next_request: AtomicU64,
+}
+
+impl Client {
+    /// Connects to the server at `url` with default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidUrl`] for a malformed URL; [`Error::Connect`] when the
+    /// server does not answer within the connect timeout (5 s) or refuses the
+    /// credentials.
+    pub fn open(url: &str) -> Result<Client> {
+        Client::builder().url(url).build()
+    }
+
+    /// A builder for a client with settings other than the defaults.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    pub(crate) fn start(config: Config) -> Result<Client> {
+        let connections = Arc::new(Connections::open(&config)?);
+        let pubsub = PubSub::start(connections.connection_info().clone(), &config)?;
+        let renewals = Arc::new(RenewalMap::default());
+        let watchdog = Watchdog::start(Renewer {
+            connections: Arc::clone(&connections),
+            renewals: Arc::clone(&renewals),
+            timeout: config.watchdog_timeout,
+            on_lost: config.on_lock_lost.clone(),
+        })?;
+        let id = Uuid::new_v4();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                id,
+                id_text: id.hyphenated().to_string(),
+                config,
+                connections,
+                renewals,
+                pubsub,
+                watchdog,
+                shut_down: AtomicBool::new(false),
+                next_request: AtomicU64::new(1),
+            }),
+        })
+    }
+
+    /// The client's random UUID, the first half of its holder fields.
+    pub fn id(&self) -> Uuid {
+        self.inner.id
+    }
+
+    /// How long a lock taken without a lease survives without renewal.
+    pub fn watchdog_timeout(&self) -> Duration {
+        self.inner.config.watchdog_timeout
+    }
+
+    /// A handle on the reentrant lock called `name`. No I/O happens until
+    /// the handle is used; an invalid name is reported then.
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into())
+    }
+
+    /// Stops the subscriber and watchdog threads and waits for them to end,
+    /// then closes the connections. Threads waiting for a lock wake up with
+    /// [`Error::Shutdown`], and so does every later call; locks still held
+    /// stop being renewed and expire after the watchdog timeout.
+    ///
+    /// Calling it again does nothing. Dropping the last clone of a client
+    /// stops its threads too, without waiting.
+    ///
+    /// # Errors
+    ///
+    /// None today; the `Result` leaves room for reporting a failed close.
+    pub fn shutdown(&self) -> Result<()> {
+        if self.inner.shut_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.inner.watchdog.shutdown();
+        self.inner.pubsub.shutdown();
+        self.inner.connections.close_idle();
+        Ok(())
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.shut_down.load(Ordering::SeqCst)
+    }
+
+    // ---- for the lock kinds ----
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub(crate) fn pubsub(&self) -> &PubSub {
+        &self.inner.pubsub
+    }
+
+    pub(crate) fn renewals(&self) -> &RenewalMap {
+        &self.inner.renewals
+    }
+
+    /// The calling thread's holder field, `<client-uuid>:<thread-id>`.
+    pub(crate) fn current_field(&self) -> String {
+        format!("{}:{}", self.inner.id_text, thread_id::current())
+    }
+
+    /// A request id unique across clients, for the unlock latch.
+    pub(crate) fn next_request_id(&self) -> String {
+        let n = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.inner.id_text)
+    }
+
+    /// Fails with [`Error::Shutdown`] once the client is shut down.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.is_shut_down() {
+            return Err(Error::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// Runs a command with the client's retry rule.
+    pub(crate) fn run<T>(&self, op: impl FnMut(&mut Connection) -> RedisResult<T>) -> Result<T> {
+        self.check_open()?;
+        self.inner.connections.run(op)
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .field("config", &self.inner.config)
+            .field("held_with_watchdog", &self.inner.renewals.len())
+            .field("shut_down", &self.is_shut_down())
+            .finish()
+    }
+}

@@ -1,0 +1,278 @@
+//! Client settings and the builder that checks them.
+
+use std::fmt;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::watchdog::LostCallback;
+
+/// The URL used when none is given.
+pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
+
+/// Settings a [`Client`] runs with, checked by [`ClientBuilder::build`].
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) url: String,
+    pub(crate) watchdog_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) response_timeout: Duration,
+    pub(crate) retry_attempts: u32,
+    pub(crate) retry_delay: Duration,
+    pub(crate) max_idle_connections: usize,
+    pub(crate) subscription_linger: Duration,
+    pub(crate) on_lock_lost: Option<LostCallback>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            url: DEFAULT_URL.to_owned(),
+            watchdog_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(3),
+            retry_attempts: 3,
+            retry_delay: Duration::from_millis(50),
+            max_idle_connections: 16,
+            subscription_linger: Duration::from_secs(10),
+            on_lock_lost: None,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("url", &redact_url(&self.url))
+            .field("watchdog_timeout", &self.watchdog_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("retry_attempts", &self.retry_attempts)
+            .field("retry_delay", &self.retry_delay)
+            .field("max_idle_connections", &self.max_idle_connections)
+            .field("subscription_linger", &self.subscription_linger)
+            .field("on_lock_lost", &self.on_lock_lost.is_some())
+            .finish()
+    }
+}
+
+impl Config {
+    /// The longest a release latch must outlive its first attempt: every retry
+    /// of that release has been sent by then.
+    pub(crate) fn unlock_latch_ttl(&self) -> Duration {
+        let attempts = self.retry_attempts + 1;
+        (self.response_timeout + self.retry_delay) * attempts + Duration::from_secs(1)
+    }
+}
+
+/// Builds a [`Client`]: `Client::builder().url(..).watchdog_timeout(..).build()`.
+///
+/// Every setting has a default, so `Client::builder().build()` connects to
+/// `redis://127.0.0.1:6379/` with the defaults listed on each setter.
+#[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until .build() is called"]
+pub struct ClientBuilder {
+    config: Config,
+}
+
+impl ClientBuilder {
+    /// The server to use, as a `redis://[user:password@]host:port/[db]` or
+    /// `redis+unix:///path` URL.
+    ///
+    /// Defaults to `redis://127.0.0.1:6379/`.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.config.url = url.into();
+        self
+    }
+
+    /// How long a lock taken without a lease lives in Redis if this process
+    /// stops renewing it (dies, hangs, loses the network). The watchdog renews
+    /// held locks every third of it.
+    ///
+    /// Defaults to 30 seconds, as in Redisson. Must not be zero.
+    pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.config.watchdog_timeout = timeout;
+        self
+    }
+
+    /// How long opening a connection may take before it fails.
+    ///
+    /// Defaults to 5 seconds. Must not be zero.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+
+    /// How long the server may take to answer one command before the attempt
+    /// fails with a timeout (and is retried, see [`retry_attempts`](Self::retry_attempts)).
+    ///
+    /// Defaults to 3 seconds. Must not be zero.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.config.response_timeout = timeout;
+        self
+    }
+
+    /// How many times a command is sent again after a transient failure
+    /// (connection refused or dropped, timeout). Releases stay exactly-once
+    /// across retries; see `docs/wire-format.md`.
+    ///
+    /// Defaults to 3.
+    pub fn retry_attempts(mut self, attempts: u32) -> Self {
+        self.config.retry_attempts = attempts;
+        self
+    }
+
+    /// The pause before each retry of a failed command.
+    ///
+    /// Defaults to 50 milliseconds.
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.config.retry_delay = delay;
+        self
+    }
+
+    /// How many idle command connections the client keeps open for reuse.
+    /// More connections than this are opened when that many threads talk to
+    /// Redis at once, and closed when they are returned.
+    ///
+    /// Defaults to 16. Must not be zero.
+    pub fn max_idle_connections(mut self, count: usize) -> Self {
+        self.config.max_idle_connections = count;
+        self
+    }
+
+    /// A function called once for each lock this client finds lost while it
+    /// was held (it expired or was deleted under us), with the lock's name.
+    ///
+    /// It runs on the watchdog thread, never while the client holds an
+    /// internal lock; keep it short. A panic in it is caught and logged.
+    /// The same loss is also reported by [`LockGuard::is_held`](crate::LockGuard::is_held),
+    /// by [`Error::LockLost`] on release, and by a warning in the log.
+    ///
+    /// Defaults to none.
+    pub fn on_lock_lost(mut self, callback: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.config.on_lock_lost = Some(Arc::new(callback));
+        self
+    }
+
+    /// Checks the settings, connects to the server, checks that it answers
+    /// and starts the client's subscriber and watchdog threads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a zero timeout, [`Error::InvalidUrl`]
+    /// for a malformed URL, [`Error::Connect`] when the server cannot be
+    /// reached or refuses the credentials within the connect timeout.
+    pub fn build(self) -> Result<Client> {
+        self.validate()?;
+        Client::start(self.config)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let c = &self.config;
+        non_zero("watchdog timeout", c.watchdog_timeout)?;
+        non_zero("connect timeout", c.connect_timeout)?;
+        non_zero("response timeout", c.response_timeout)?;
+        if c.max_idle_connections == 0 {
+            return Err(Error::InvalidArgument {
+                what: "max idle connections",
+                reason: "must be at least 1".into(),
+            });
+        }
+        // Redis keeps TTLs in whole milliseconds.
+        if c.watchdog_timeout < Duration::from_millis(3) {
+            return Err(Error::InvalidArgument {
+                what: "watchdog timeout",
+                reason: "must be at least 3 ms, so that renewing every third of it is possible"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a zero duration for the setting `what`.
+pub(crate) fn non_zero(what: &'static str, value: Duration) -> Result<()> {
+    if value.is_zero() {
+        return Err(Error::InvalidArgument {
+            what,
+            reason: "must be greater than zero".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Converts a lease to whole milliseconds for Redis, refusing zero and values
+/// that round down to zero.
+pub(crate) fn lease_millis(lease: Duration) -> Result<u64> {
+    let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 {
+        return Err(Error::InvalidArgument {
+            what: "lease",
+            reason: format!("{lease:?} is less than the 1 ms Redis can keep a key for"),
+        });
+    }
+    // PEXPIRE refuses values that overflow its internal arithmetic; a
+    // century is far beyond any sensible lease.
+    const MAX_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+    if ms > MAX_MS {
+        return Err(Error::InvalidArgument {
+            what: "lease",
+            reason: format!("{lease:?} is longer than a century"),
+        });
+    }
+    Ok(ms)
+}
+
+/// The URL with any password replaced by `***`, fit for errors and logs.
+pub(crate) fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match (authority.rfind('@'), authority.find(':')) {
+        (Some(at), Some(colon)) if colon < at => format!(
+            "{}{}:***{}",
+            &url[..scheme_end + 3],
+            &authority[..colon],
+            &rest[at..]
+        ),
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(
+            redact_url("redis://user:secret@host:6379/0"),
+            "redis://user:***@host:6379/0"
+        );
+        assert_eq!(redact_url("redis://:secret@host/"), "redis://:***@host/");
+        assert_eq!(redact_url("redis://host:6379/"), "redis://host:6379/");
+        assert_eq!(redact_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn leases_must_be_whole_milliseconds() {
+        assert!(lease_millis(Duration::ZERO).is_err());
+        assert!(lease_millis(Duration::from_micros(999)).is_err());
+        assert_eq!(lease_millis(Duration::from_millis(1)).unwrap(), 1);
+        assert!(lease_millis(Duration::from_secs(365 * 24 * 3600)).is_ok());
+        assert!(lease_millis(Duration::MAX).is_err());
+    }
+
+    #[test]
+    fn zero_timeouts_are_refused() {
+        let b = ClientBuilder::default().watchdog_timeout(Duration::ZERO);
+        assert!(matches!(b.validate(), Err(Error::InvalidArgument { .. })));
+        let b = ClientBuilder::default().response_timeout(Duration::ZERO);
+        assert!(matches!(b.validate(), Err(Error::InvalidArgument { .. })));
+    }
+}

@@ -1,0 +1,170 @@
+//! The one error type of the crate.
+
+use std::fmt;
+
+/// Everything that can go wrong when taking, holding or releasing a lock.
+///
+/// `Display` says what happened, to which lock, and what the caller can do.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A Redis command failed (connection refused or dropped, timeout, server
+    /// error) after the configured retries.
+    Redis(redis::RedisError),
+    /// The client could not connect to or handshake with the server at `url`
+    /// within the connect timeout.
+    Connect {
+        /// The URL the client tried, with any password hidden.
+        url: String,
+        /// What the connection attempt reported.
+        source: redis::RedisError,
+    },
+    /// The Redis URL given to the client is malformed or unsupported.
+    InvalidUrl {
+        /// The URL as given, with any password hidden.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A release was asked of a thread that holds no hold on the lock, like
+    /// Java's `IllegalMonitorStateException`.
+    NotHeld {
+        /// The lock name.
+        lock: String,
+    },
+    /// The lock expired or was deleted while we believed we held it: another
+    /// holder may have been inside the critical section meanwhile.
+    LockLost {
+        /// The lock name.
+        lock: String,
+    },
+    /// The wait for the lock was cut short by [`Interrupt::trigger`](crate::Interrupt::trigger).
+    Interrupted {
+        /// The lock name.
+        lock: String,
+    },
+    /// The lock name cannot be used as a Redis key for a lock.
+    InvalidName {
+        /// The name as given (cut short when very long).
+        name: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// An argument is out of range, such as a zero lease.
+    InvalidArgument {
+        /// Which argument.
+        what: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The client was shut down with [`Client::shutdown`](crate::Client::shutdown).
+    Shutdown,
+}
+
+/// The result type of every fallible call in this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// True when the error is a Redis timeout: the server is stalled or
+    /// unreachable and the call may succeed later.
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            Error::Redis(e) | Error::Connect { source: e, .. } => e.is_timeout(),
+            _ => false,
+        }
+    }
+
+    /// True when the error comes from the network (refused, dropped, timed
+    /// out) rather than from a bad request: retrying later may succeed.
+    pub fn is_connection_error(&self) -> bool {
+        match self {
+            Error::Redis(e) => is_transient(e),
+            Error::Connect { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// Whether a Redis error is worth retrying: the network failed, not the request.
+pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Redis(e) if is_transient(e) => write!(
+                f,
+                "Redis is unreachable or too slow ({e}); the call was retried and gave up: \
+                 check that the server is up, or raise the client's response timeout"
+            ),
+            Error::Redis(e) => write!(f, "Redis command failed: {e}"),
+            Error::Connect { url, source } => write!(
+                f,
+                "cannot connect to Redis at {url}: {source}; check that the server runs \
+                 there and that the credentials are right"
+            ),
+            Error::InvalidUrl { url, reason } => {
+                write!(f, "invalid Redis URL {url:?}: {reason}")
+            }
+            Error::NotHeld { lock } => write!(
+                f,
+                "lock {lock:?} is not held by the current thread, so it cannot be released"
+            ),
+            Error::LockLost { lock } => write!(
+                f,
+                "lock {lock:?} was lost (it expired or was deleted) while held: another holder \
+                 may have entered the critical section; use a longer lease or the watchdog"
+            ),
+            Error::Interrupted { lock } => {
+                write!(f, "the wait for lock {lock:?} was interrupted")
+            }
+            Error::InvalidName { name, reason } => {
+                write!(f, "invalid lock name {name:?}: {reason}")
+            }
+            Error::InvalidArgument { what, reason } => write!(f, "invalid {what}: {reason}"),
+            Error::Shutdown => write!(
+                f,
+                "the redhold client was shut down; build a new client to take locks again"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Redis(e) | Error::Connect { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Self {
+        Error::Redis(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_the_lock_and_the_remedy() {
+        let e = Error::LockLost {
+            lock: "orders:42".into(),
+        };
+        let text = e.to_string();
+        assert!(text.contains("orders:42"), "{text}");
+        assert!(text.contains("lease"), "{text}");
+    }
+
+    #[test]
+    fn io_errors_are_connection_errors() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let e = Error::Redis(redis::RedisError::from(io));
+        assert!(e.is_connection_error());
+        assert!(!Error::Shutdown.is_connection_error());
+    }
+}

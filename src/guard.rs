@@ -1,0 +1,118 @@
+//! The RAII guard of one hold on a lock.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::lock::Lock;
+use crate::names;
+use crate::renewals::HoldRecord;
+
+/// How a hold is kept alive.
+#[derive(Debug)]
+pub(crate) enum Hold {
+    /// Renewed by the watchdog until released.
+    Watched(Arc<HoldRecord>),
+    /// Expires after its lease; `expires_at` is `None` when unknown.
+    Leased {
+        field: Arc<str>,
+        lease_ms: u64,
+        expires_at: Option<Instant>,
+    },
+}
+
+/// One hold on a [`Lock`], released when the guard is dropped.
+///
+/// A guard belongs to the thread that took the lock: it is `!Send`, so the
+/// compiler refuses to move it to another thread, where the release would
+/// name the wrong holder:
+///
+/// ```compile_fail
+/// let client = redhold::Client::open("redis://127.0.0.1:6379/").unwrap();
+/// let guard = client.lock("orders:42").lock().unwrap();
+/// std::thread::spawn(move || drop(guard)); // error: `LockGuard` cannot be sent between threads
+/// ```
+///
+/// Dropping the guard releases on a best-effort basis and logs a failure;
+/// call [`unlock`](Self::unlock) to learn whether the release worked and
+/// whether the lock was still held.
+#[must_use = "if unused the lock will immediately unlock"]
+pub struct LockGuard {
+    lock: Lock,
+    hold: Hold,
+    /// Set once released (or leaked), so that `Drop` does nothing.
+    done: bool,
+    _not_send: PhantomData<std::sync::MutexGuard<'static, ()>>,
+}
+
+impl LockGuard {
+    pub(crate) fn new(lock: Lock, hold: Hold) -> LockGuard {
+        LockGuard {
+            lock,
+            hold,
+            done: false,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Whether the hold is still believed held, without asking Redis: false
+    /// once the watchdog found the lock gone, or once a lease has run out.
+    pub fn is_held(&self) -> bool {
+        match &self.hold {
+            Hold::Watched(record) => !record.is_lost(),
+            Hold::Leased { expires_at, .. } => expires_at.is_none_or(|at| Instant::now() < at),
+        }
+    }
+
+    /// The lock this guard holds.
+    pub fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
+    /// Releases the hold and reports how it went.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`](crate::Error::LockLost) when the lock had expired
+    /// or been deleted meanwhile (someone else may have held it);
+    /// [`Error::Redis`](crate::Error::Redis) when Redis could not be reached
+    /// (the lock then expires on its own after its lease or watchdog
+    /// timeout); [`Error::Shutdown`](crate::Error::Shutdown) after
+    /// [`Client::shutdown`](crate::Client::shutdown).
+    pub fn unlock(mut self) -> Result<()> {
+        self.done = true;
+        self.lock.release(&self.hold)
+    }
+
+    /// Keeps the hold without a guard: it stays held (and renewed by the
+    /// watchdog, if it has no lease) until the same thread calls
+    /// [`Lock::unlock`].
+    pub fn leak(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Err(e) = self.lock.release(&self.hold) {
+            log::warn!(
+                "redhold: releasing lock {:?} on guard drop failed: {e}",
+                names::shorten(self.lock.name())
+            );
+        }
+    }
+}
+
+impl fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("lock", &self.lock)
+            .field("held", &self.is_held())
+            .finish()
+    }
+}

@@ -1,0 +1,86 @@
+//! The Redis names of a lock's key, channel and helper keys.
+//!
+//! Every helper key carries the lock name as its cluster hash tag, so that all
+//! keys of one lock live in the same slot (see `docs/wire-format.md`).
+
+use crate::error::{Error, Result};
+
+/// Prefix of the channel on which releases of a plain lock are announced.
+const LOCK_CHANNEL_PREFIX: &str = "redisson_lock__channel";
+/// Prefix of the keys that make a release idempotent when it is retried.
+const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
+
+/// `prefix:{name}`, or `prefix:name` when the name already carries a hash tag.
+pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// The pub/sub channel of a plain (reentrant, fenced or spin) lock.
+pub(crate) fn lock_channel(name: &str) -> String {
+    prefixed(LOCK_CHANNEL_PREFIX, name)
+}
+
+/// The latch key that remembers the reply of release `request_id`.
+pub(crate) fn unlock_latch(name: &str, request_id: &str) -> String {
+    format!("{}:{request_id}", prefixed(UNLOCK_LATCH_PREFIX, name))
+}
+
+/// Checks that `name` can name a lock.
+pub(crate) fn validate(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName {
+            name: String::new(),
+            reason: "a lock name must not be empty",
+        });
+    }
+    Ok(())
+}
+
+/// A lock name short enough to quote in an error or a log line.
+pub(crate) fn shorten(name: &str) -> String {
+    const MAX: usize = 200;
+    if name.len() <= MAX {
+        return name.to_owned();
+    }
+    let mut end = MAX;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &name[..end], name.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixed_adds_a_hash_tag_unless_one_is_there() {
+        assert_eq!(
+            lock_channel("orders:42"),
+            "redisson_lock__channel:{orders:42}"
+        );
+        assert_eq!(
+            lock_channel("{orders}:42"),
+            "redisson_lock__channel:{orders}:42"
+        );
+        assert_eq!(unlock_latch("a", "r1"), "redisson_unlock_latch:{a}:r1");
+    }
+
+    #[test]
+    fn empty_names_are_refused() {
+        assert!(matches!(validate(""), Err(Error::InvalidName { .. })));
+        assert!(validate("x").is_ok());
+    }
+
+    #[test]
+    fn long_names_are_shortened_on_a_char_boundary() {
+        let long = "é".repeat(300);
+        let short = shorten(&long);
+        assert!(short.len() < long.len());
+        assert!(short.ends_with("(600 bytes)"));
+    }
+}

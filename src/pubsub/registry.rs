@@ -1,0 +1,400 @@
+//! Which channels local threads wait on, and the waiters parked on each.
+//!
+//! A channel is subscribed while at least one local thread waits on it and
+//! for a short linger after the last one leaves, so that repeated contention
+//! on the same lock does not pay for SUBSCRIBE every time.
+//!
+//! Subscription states of a channel (changed under its mutex; the subscriber
+//! thread applies the server's confirmations in the order they arrive, which
+//! is the order the commands were sent):
+//!
+//! | state         | meaning                                   | next                                   |
+//! |---------------|-------------------------------------------|----------------------------------------|
+//! | `Requested`   | SUBSCRIBE sent (or due after a reconnect)  | `Subscribed` on its confirmation       |
+//! | `Subscribed`  | messages flow                             | `Unsubscribing` after the linger       |
+//! | `Unsubscribing` | UNSUBSCRIBE sent                        | removed on confirmation, or `Requested` if a waiter came back |
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::interrupt::Interrupt;
+
+/// Where a channel's subscription stands; see the module table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SubState {
+    Requested,
+    Subscribed,
+    Unsubscribing,
+}
+
+/// Why a parked waiter stopped waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// A release was announced (or the connection was re-established): try
+    /// the lock again.
+    Notified,
+    /// The wait time passed without news.
+    TimedOut,
+    /// The caller's [`Interrupt`] was triggered.
+    Interrupted,
+}
+
+/// One parked thread.
+#[derive(Debug)]
+struct Waiter {
+    thread: Thread,
+    /// Set (under the channel mutex) when a wake-up was handed to this waiter.
+    notified: AtomicBool,
+}
+
+/// The state of one channel.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    pub(crate) name: Arc<str>,
+    state: Mutex<ChannelState>,
+    /// Signalled when the subscription is confirmed or the connection drops.
+    confirmed: Condvar,
+}
+
+#[derive(Debug)]
+struct ChannelState {
+    sub: SubState,
+    /// Local threads between `subscribe` and the end of their wait.
+    waiters: usize,
+    /// The ones among them parked right now, oldest first.
+    parked: VecDeque<Arc<Waiter>>,
+    /// Wake-ups that arrived while no waiter was parked, kept for the next
+    /// one to park (at most one per waiter), so none is lost.
+    permits: usize,
+    /// When the last waiter left, for the linger.
+    idle_since: Option<Instant>,
+    /// Wake every waiter when the next confirmation arrives: the connection
+    /// was lost, so releases may have gone unannounced.
+    wake_all_on_confirm: bool,
+}
+
+/// All channels local threads wait on, by name.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    channels: Mutex<HashMap<Arc<str>, Arc<Channel>>>,
+}
+
+/// What a new waiter must do about the subscription.
+pub(crate) enum Joined {
+    /// The channel is subscribed or a SUBSCRIBE is on its way.
+    Ready(Arc<Channel>),
+    /// The caller must send SUBSCRIBE.
+    MustSubscribe(Arc<Channel>),
+}
+
+impl Registry {
+    /// Adds a waiter to `name`, creating the channel entry if needed.
+    pub(crate) fn join(&self, name: &str) -> Joined {
+        let mut channels = self.channels.lock();
+        if let Some(channel) = channels.get(name) {
+            let channel = Arc::clone(channel);
+            let mut st = channel.state.lock();
+            st.waiters += 1;
+            st.idle_since = None;
+            if st.sub == SubState::Unsubscribing {
+                st.sub = SubState::Requested;
+                drop(st);
+                return Joined::MustSubscribe(channel);
+            }
+            drop(st);
+            return Joined::Ready(channel);
+        }
+        let channel = Arc::new(Channel {
+            name: Arc::from(name),
+            state: Mutex::new(ChannelState {
+                sub: SubState::Requested,
+                waiters: 1,
+                parked: VecDeque::new(),
+                permits: 0,
+                idle_since: None,
+                wake_all_on_confirm: false,
+            }),
+            confirmed: Condvar::new(),
+        });
+        channels.insert(Arc::clone(&channel.name), Arc::clone(&channel));
+        Joined::MustSubscribe(channel)
+    }
+
+    /// Removes a waiter from its channel; the channel lingers subscribed.
+    pub(crate) fn leave(&self, channel: &Channel) {
+        let mut st = channel.state.lock();
+        st.waiters -= 1;
+        if st.waiters == 0 {
+            st.idle_since = Some(Instant::now());
+            st.permits = 0;
+        } else {
+            st.permits = st.permits.min(st.waiters);
+        }
+    }
+
+    /// The channel called `name`, if any local thread waits or waited on it.
+    pub(crate) fn get(&self, name: &[u8]) -> Option<Arc<Channel>> {
+        let name = std::str::from_utf8(name).ok()?;
+        self.channels.lock().get(name).cloned()
+    }
+
+    /// Every channel, for reconnects and housekeeping.
+    pub(crate) fn all(&self) -> Vec<Arc<Channel>> {
+        self.channels.lock().values().cloned().collect()
+    }
+
+    /// The server confirmed UNSUBSCRIBE of `channel`: forget it unless a
+    /// waiter came back meanwhile.
+    pub(crate) fn unsubscribed(&self, channel: &Channel) {
+        let mut channels = self.channels.lock();
+        let st = channel.state.lock();
+        if st.sub == SubState::Unsubscribing && st.waiters == 0 {
+            channels.remove(&channel.name);
+        }
+    }
+
+    /// Channels whose last waiter left more than `linger` ago and that can
+    /// be unsubscribed now; they are marked `Unsubscribing`.
+    pub(crate) fn take_idle(&self, linger: Duration) -> Vec<Arc<Channel>> {
+        let mut idle = Vec::new();
+        let mut channels = self.channels.lock();
+        channels.retain(|_, channel| {
+            let mut st = channel.state.lock();
+            match st.idle_since {
+                Some(since) if st.waiters == 0 && since.elapsed() >= linger => match st.sub {
+                    SubState::Subscribed => {
+                        st.sub = SubState::Unsubscribing;
+                        idle.push(Arc::clone(channel));
+                        true
+                    }
+                    // Never confirmed: nothing to undo on the server once
+                    // the reply arrives, but keep it until then.
+                    SubState::Requested => true,
+                    SubState::Unsubscribing => true,
+                },
+                _ => true,
+            }
+        });
+        idle
+    }
+
+    /// After a reconnect: forgets the channels nobody waits on and returns the
+    /// others, which must be subscribed again.
+    pub(crate) fn still_waited(&self) -> Vec<Arc<Channel>> {
+        let mut channels = self.channels.lock();
+        channels.retain(|_, channel| channel.has_waiters());
+        channels.values().cloned().collect()
+    }
+
+    /// Wakes every waiter of every channel (shutdown, lost connection).
+    pub(crate) fn wake_everyone(&self) {
+        for channel in self.all() {
+            channel.wake_all();
+        }
+    }
+}
+
+impl Channel {
+    /// Whether the server has confirmed the subscription.
+    pub(crate) fn is_subscribed(&self) -> bool {
+        self.state.lock().sub == SubState::Subscribed
+    }
+
+    /// Waits up to `timeout` for the subscription to be confirmed.
+    pub(crate) fn wait_subscribed(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.state.lock();
+        while st.sub != SubState::Subscribed {
+            if self.confirmed.wait_until(&mut st, deadline).timed_out() {
+                return st.sub == SubState::Subscribed;
+            }
+        }
+        true
+    }
+
+    /// Whether a local thread still waits on this channel, so that it must
+    /// be subscribed again after a reconnect.
+    pub(crate) fn has_waiters(&self) -> bool {
+        self.state.lock().waiters > 0
+    }
+
+    /// The server confirmed the subscription.
+    pub(crate) fn confirm(&self) {
+        let mut st = self.state.lock();
+        if st.sub == SubState::Requested {
+            st.sub = SubState::Subscribed;
+            if std::mem::take(&mut st.wake_all_on_confirm) {
+                wake_all_locked(&mut st);
+            }
+        }
+        drop(st);
+        self.confirmed.notify_all();
+    }
+
+    /// The connection was lost: nothing is subscribed any more.
+    pub(crate) fn connection_lost(&self) {
+        let mut st = self.state.lock();
+        st.sub = SubState::Requested;
+        st.wake_all_on_confirm = true;
+        wake_all_locked(&mut st);
+        drop(st);
+        self.confirmed.notify_all();
+    }
+
+    /// Hands one wake-up to the oldest parked waiter, or keeps it for the
+    /// next waiter to park.
+    pub(crate) fn wake_one(&self) {
+        let mut st = self.state.lock();
+        if let Some(waiter) = st.parked.pop_front() {
+            waiter.notified.store(true, Ordering::Release);
+            waiter.thread.unpark();
+        } else if st.permits < st.waiters {
+            st.permits += 1;
+        }
+    }
+
+    /// Wakes every waiter, parked or about to park.
+    pub(crate) fn wake_all(&self) {
+        wake_all_locked(&mut self.state.lock());
+    }
+
+    /// Parks the calling thread until a wake-up reaches it, `timeout` passes
+    /// or `interrupt` is triggered.
+    pub(crate) fn park(&self, timeout: Duration, interrupt: Option<&Interrupt>) -> Wake {
+        let deadline = Instant::now() + timeout;
+        let waiter = Arc::new(Waiter {
+            thread: thread::current(),
+            notified: AtomicBool::new(false),
+        });
+        {
+            let mut st = self.state.lock();
+            if st.permits > 0 {
+                st.permits -= 1;
+                return Wake::Notified;
+            }
+            st.parked.push_back(Arc::clone(&waiter));
+        }
+        let _registered = interrupt.map(Interrupt::register);
+        let outcome = loop {
+            if waiter.notified.load(Ordering::Acquire) {
+                break Wake::Notified;
+            }
+            if interrupt.is_some_and(Interrupt::is_triggered) {
+                break Wake::Interrupted;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break Wake::TimedOut;
+            }
+            thread::park_timeout(deadline - now);
+        };
+        if outcome == Wake::Notified {
+            return outcome;
+        }
+        let mut st = self.state.lock();
+        match st.parked.iter().position(|w| Arc::ptr_eq(w, &waiter)) {
+            Some(pos) => {
+                st.parked.remove(pos);
+                outcome
+            }
+            // Handed a wake-up just as we gave up: take it, so that the
+            // caller tries the lock once more and no wake-up is lost.
+            None => Wake::Notified,
+        }
+    }
+}
+
+fn wake_all_locked(st: &mut ChannelState) {
+    for waiter in st.parked.drain(..) {
+        waiter.notified.store(true, Ordering::Release);
+        waiter.thread.unpark();
+    }
+    st.permits = st.waiters;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn joined(j: Joined) -> (Arc<Channel>, bool) {
+        match j {
+            Joined::Ready(c) => (c, false),
+            Joined::MustSubscribe(c) => (c, true),
+        }
+    }
+
+    #[test]
+    fn first_waiter_subscribes_later_ones_share() {
+        let reg = Registry::default();
+        let (a, must_a) = joined(reg.join("ch"));
+        let (b, must_b) = joined(reg.join("ch"));
+        assert!(must_a && !must_b);
+        assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    #[test]
+    fn a_wake_up_before_parking_is_kept() {
+        let reg = Registry::default();
+        let (ch, _) = joined(reg.join("ch"));
+        ch.wake_one();
+        assert_eq!(ch.park(Duration::from_secs(5), None), Wake::Notified);
+        assert_eq!(ch.park(Duration::from_millis(10), None), Wake::TimedOut);
+    }
+
+    #[test]
+    fn wake_one_frees_the_oldest_parked_waiter() {
+        let reg = Arc::new(Registry::default());
+        let (ch, _) = joined(reg.join("ch"));
+        let (_, _) = joined(reg.join("ch"));
+        let parked = {
+            let ch = Arc::clone(&ch);
+            thread::spawn(move || ch.park(Duration::from_secs(10), None))
+        };
+        while ch.state.lock().parked.is_empty() {
+            thread::yield_now();
+        }
+        ch.wake_one();
+        assert_eq!(parked.join().unwrap(), Wake::Notified);
+    }
+
+    #[test]
+    fn interrupt_ends_a_park() {
+        let reg = Registry::default();
+        let (ch, _) = joined(reg.join("ch"));
+        let stop = Interrupt::new();
+        let trigger = {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(20));
+                stop.trigger();
+            })
+        };
+        assert_eq!(
+            ch.park(Duration::from_secs(10), Some(&stop)),
+            Wake::Interrupted
+        );
+        trigger.join().unwrap();
+        assert!(ch.state.lock().parked.is_empty());
+    }
+
+    #[test]
+    fn idle_channels_are_unsubscribed_after_the_linger() {
+        let reg = Registry::default();
+        let (ch, _) = joined(reg.join("ch"));
+        ch.confirm();
+        reg.leave(&ch);
+        assert!(reg.take_idle(Duration::from_secs(60)).is_empty());
+        let idle = reg.take_idle(Duration::ZERO);
+        assert_eq!(idle.len(), 1);
+        // A waiter that comes back must subscribe again.
+        let (_, must) = joined(reg.join("ch"));
+        assert!(must);
+        reg.unsubscribed(&ch);
+        assert!(reg.get(b"ch").is_some());
+    }
+}

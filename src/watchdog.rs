@@ -1,0 +1,169 @@
+//! The watchdog: one thread per client that renews every lock held without a
+//! lease, every third of the watchdog timeout, in batches.
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+
+use crate::connections::Connections;
+use crate::error::{Error, Result};
+use crate::names;
+use crate::renewals::{HoldRecord, RenewalMap};
+use crate::scripts;
+
+/// Locks renewed per script call: 10,000 held locks cost 100 round trips.
+pub(crate) const RENEW_BATCH: usize = 100;
+
+/// Called with a lock's name when the client finds that lock lost.
+pub(crate) type LostCallback = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Handle on the watchdog thread.
+pub(crate) struct Watchdog {
+    /// Dropping the sender stops the thread.
+    stop: Mutex<Option<Sender<()>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watchdog")
+            .field("running", &self.thread.lock().is_some())
+            .finish()
+    }
+}
+
+/// What the watchdog thread needs, and nothing of the client that owns it.
+pub(crate) struct Renewer {
+    pub(crate) connections: Arc<Connections>,
+    pub(crate) renewals: Arc<RenewalMap>,
+    pub(crate) timeout: Duration,
+    pub(crate) on_lost: Option<LostCallback>,
+}
+
+impl Watchdog {
+    /// Starts the watchdog thread.
+    pub(crate) fn start(renewer: Renewer) -> Result<Watchdog> {
+        let (stop, stopped) = bounded::<()>(0);
+        let period = renewer.timeout / 3;
+        let thread = thread::Builder::new()
+            .name("redhold-watchdog".into())
+            .spawn(move || {
+                // Ends when the client drops or shuts down the sender.
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
+                    renewer.pass();
+                }
+            })
+            .map_err(|e| Error::Redis(e.into()))?;
+        Ok(Watchdog {
+            stop: Mutex::new(Some(stop)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Stops the thread and waits for it (at most one pass in flight).
+    pub(crate) fn shutdown(&self) {
+        drop(self.stop.lock().take());
+        if let Some(thread) = self.thread.lock().take() {
+            if thread.join().is_err() {
+                log::error!("the redhold watchdog thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.stop.lock().take());
+    }
+}
+
+/// What one renewal pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PassReport {
+    pub(crate) renewed: usize,
+    pub(crate) lost: usize,
+    pub(crate) round_trips: usize,
+}
+
+impl Renewer {
+    /// Renews every held lock once. A lock Redis no longer has for us is
+    /// marked lost at once; a lock we cannot reach Redis for is marked lost
+    /// only when its TTL must have run out.
+    pub(crate) fn pass(&self) -> PassReport {
+        let mut report = PassReport::default();
+        let mut lost_names = Vec::new();
+        let records = self.renewals.snapshot();
+        let timeout_ms = self.timeout.as_millis() as u64;
+        let mut unreachable = false;
+        for batch in records.chunks(RENEW_BATCH) {
+            let started = Instant::now();
+            let outcome = if unreachable {
+                None
+            } else {
+                report.round_trips += 1;
+                match self.renew_batch(batch, timeout_ms) {
+                    Ok(flags) if flags.len() == batch.len() => Some(flags),
+                    Ok(flags) => {
+                        log::error!(
+                            "redhold watchdog: renewal replied {} results for {} locks",
+                            flags.len(),
+                            batch.len()
+                        );
+                        None
+                    }
+                    Err(e) => {
+                        log::warn!("redhold watchdog: cannot renew locks: {e}");
+                        unreachable = e.is_connection_error();
+                        None
+                    }
+                }
+            };
+            for (i, record) in batch.iter().enumerate() {
+                let lost = match outcome.as_ref().map(|flags| flags[i]) {
+                    Some(true) => {
+                        record.confirmed_at(started);
+                        report.renewed += 1;
+                        false
+                    }
+                    Some(false) => true,
+                    // No answer: the lock lives in Redis until its TTL, counted
+                    // from the last confirmation, runs out.
+                    None => started.duration_since(record.last_confirmed()) >= self.timeout,
+                };
+                if lost && self.renewals.mark_lost(record) {
+                    lost_names.push(Arc::clone(&record.name));
+                }
+            }
+        }
+        report.lost = lost_names.len();
+        for name in lost_names {
+            log::warn!(
+                "redhold: lock {:?} was lost (expired or deleted) while held",
+                names::shorten(&name)
+            );
+            if let Some(callback) = &self.on_lost {
+                if catch_unwind(AssertUnwindSafe(|| callback(&name))).is_err() {
+                    log::error!("redhold: the on_lock_lost callback panicked");
+                }
+            }
+        }
+        report
+    }
+
+    fn renew_batch(&self, batch: &[Arc<HoldRecord>], timeout_ms: u64) -> Result<Vec<bool>> {
+        self.connections.run(|conn| {
+            let mut call = scripts::RENEW.prepare_invoke();
+            call.arg(timeout_ms);
+            for record in batch {
+                call.key(&*record.name).arg(&*record.field);
+            }
+            let flags: Vec<i64> = call.invoke(conn)?;
+            Ok(flags.into_iter().map(|f| f == 1).collect())
+        })
+    }
+}
