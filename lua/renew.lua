@@ -1,12 +1,28 @@
 -- Renew a batch of held locks in one round trip.
 -- KEYS[1..n] lock hashes
--- ARGV[1] the new TTL in ms, ARGV[i + 1] the holder field for KEYS[i]
+-- ARGV[1] the new TTL in ms; then for KEYS[i]: ARGV[2i] how to renew it and
+-- ARGV[2i + 1] the holder field.
+--   "h": a hash lock (plain, fair, fenced, write): renew the hash.
+--   "r": a read lock: renew the hash and this holder's read-hold keys
+--        "<base>:<field>:rwlock_timeout:<k>" for k = 1..count.
 -- Reply: an array with, for each key in order, 1 when it was renewed and 0
 -- when the field no longer holds it (the lock was lost).
 local renewed = {}
 for i, key in ipairs(KEYS) do
-    if redis.call('hexists', key, ARGV[i + 1]) == 1 then
+    local mode, field = ARGV[2 * i], ARGV[2 * i + 1]
+    local count = tonumber(redis.call('hget', key, field))
+    if count then
         redis.call('pexpire', key, ARGV[1])
+        if mode == 'r' then
+            -- Helper keys share the lock's hash tag (see docs/wire-format.md).
+            local base = key
+            if not string.find(key, '{', 1, true) then
+                base = '{' .. key .. '}'
+            end
+            for k = 1, count do
+                redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. k, ARGV[1])
+            end
+        end
         renewed[i] = 1
     else
         renewed[i] = 0

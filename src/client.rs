@@ -11,7 +11,8 @@ use uuid::Uuid;
 use crate::config::{ClientBuilder, Config};
 use crate::connections::Connections;
 use crate::error::{Error, Result};
-use crate::lock::Lock;
+use crate::kind::ReadWriteLock;
+use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::thread_id;
@@ -111,6 +112,30 @@ impl Client {
     /// the handle is used; an invalid name is reported then.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into())
+    }
+
+    /// A handle on the fair (first-come, first-served) lock called `name`.
+    /// No I/O happens until the handle is used.
+    pub fn fair_lock(&self, name: impl Into<String>) -> FairLock {
+        Lock::new(self.clone(), name.into())
+    }
+
+    /// A handle on the fenced lock called `name`, whose every acquire returns
+    /// a fencing token. It shares the plain lock's hash: a plain and a fenced
+    /// lock on the same name exclude each other.
+    pub fn fenced_lock(&self, name: impl Into<String>) -> FencedLock {
+        Lock::new(self.clone(), name.into())
+    }
+
+    /// A handle on the spin lock called `name`: the plain lock's layout, with
+    /// waiters that poll with exponential backoff instead of using pub/sub.
+    pub fn spin_lock(&self, name: impl Into<String>) -> SpinLock {
+        Lock::new(self.clone(), name.into())
+    }
+
+    /// A handle on the read-write lock called `name`.
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock::new(self, name.into())
     }
 
     /// Stops the subscriber and watchdog threads and waits for them to end,

@@ -23,6 +23,7 @@ pub(crate) struct Config {
     pub(crate) retry_delay: Duration,
     pub(crate) max_idle_connections: usize,
     pub(crate) subscription_linger: Duration,
+    pub(crate) fair_wait_timeout: Duration,
     pub(crate) on_lock_lost: Option<LostCallback>,
 }
 
@@ -37,6 +38,7 @@ impl Default for Config {
             retry_delay: Duration::from_millis(50),
             max_idle_connections: 16,
             subscription_linger: Duration::from_secs(10),
+            fair_wait_timeout: Duration::from_secs(300),
             on_lock_lost: None,
         }
     }
@@ -53,6 +55,7 @@ impl fmt::Debug for Config {
             .field("retry_delay", &self.retry_delay)
             .field("max_idle_connections", &self.max_idle_connections)
             .field("subscription_linger", &self.subscription_linger)
+            .field("fair_wait_timeout", &self.fair_wait_timeout)
             .field("on_lock_lost", &self.on_lock_lost.is_some())
             .finish()
     }
@@ -142,6 +145,16 @@ impl ClientBuilder {
         self
     }
 
+    /// How long a fair lock's waiter keeps its place in the queue after its
+    /// turn was due; a waiter that died is dropped from the queue then, so
+    /// it stalls the waiters behind it for at most this long.
+    ///
+    /// Defaults to 5 minutes, as in Redisson. Must not be zero.
+    pub fn fair_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.config.fair_wait_timeout = timeout;
+        self
+    }
+
     /// A function called once for each lock this client finds lost while it
     /// was held (it expired or was deleted under us), with the lock's name.
     ///
@@ -174,6 +187,7 @@ impl ClientBuilder {
         non_zero("watchdog timeout", c.watchdog_timeout)?;
         non_zero("connect timeout", c.connect_timeout)?;
         non_zero("response timeout", c.response_timeout)?;
+        non_zero("fair wait timeout", c.fair_wait_timeout)?;
         if c.max_idle_connections == 0 {
             return Err(Error::InvalidArgument {
                 what: "max idle connections",

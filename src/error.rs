@@ -38,6 +38,12 @@ pub enum Error {
         /// The lock name.
         lock: String,
     },
+    /// A thread that holds only read holds of a read-write lock asked for
+    /// its write lock: that could never be granted while it reads.
+    UpgradeNotSupported {
+        /// The lock name.
+        lock: String,
+    },
     /// The wait for the lock was cut short by [`Interrupt::trigger`](crate::Interrupt::trigger).
     Interrupted {
         /// The lock name.
@@ -115,6 +121,11 @@ impl fmt::Display for Error {
                 f,
                 "lock {lock:?} was lost (it expired or was deleted) while held: another holder \
                  may have entered the critical section; use a longer lease or the watchdog"
+            ),
+            Error::UpgradeNotSupported { lock } => write!(
+                f,
+                "the current thread holds read locks on {lock:?} and asked for its write lock, \
+                 which can never be granted while it reads: release the read holds first"
             ),
             Error::Interrupted { lock } => {
                 write!(f, "the wait for lock {lock:?} was interrupted")

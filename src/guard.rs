@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::Result;
+use crate::kind::{Fenced, LockKind, Reentrant};
 use crate::lock::Lock;
 use crate::names;
 use crate::renewals::HoldRecord;
@@ -23,7 +24,7 @@ pub(crate) enum Hold {
     },
 }
 
-/// One hold on a [`Lock`], released when the guard is dropped.
+/// One hold on a [`Lock`] of kind `K`, released when the guard is dropped.
 ///
 /// A guard belongs to the thread that took the lock: it is `!Send`, so the
 /// compiler refuses to move it to another thread, where the release would
@@ -39,19 +40,22 @@ pub(crate) enum Hold {
 /// call [`unlock`](Self::unlock) to learn whether the release worked and
 /// whether the lock was still held.
 #[must_use = "if unused the lock will immediately unlock"]
-pub struct LockGuard {
-    lock: Lock,
+pub struct LockGuard<K: LockKind = Reentrant> {
+    lock: Lock<K>,
     hold: Hold,
+    /// What the acquire handed out (the fencing token of a fenced lock).
+    grant: K::Grant,
     /// Set once released (or leaked), so that `Drop` does nothing.
     done: bool,
     _not_send: PhantomData<std::sync::MutexGuard<'static, ()>>,
 }
 
-impl LockGuard {
-    pub(crate) fn new(lock: Lock, hold: Hold) -> LockGuard {
+impl<K: LockKind> LockGuard<K> {
+    pub(crate) fn new(lock: Lock<K>, hold: Hold, grant: K::Grant) -> Self {
         LockGuard {
             lock,
             hold,
+            grant,
             done: false,
             _not_send: PhantomData,
         }
@@ -67,7 +71,7 @@ impl LockGuard {
     }
 
     /// The lock this guard holds.
-    pub fn lock(&self) -> &Lock {
+    pub fn lock(&self) -> &Lock<K> {
         &self.lock
     }
 
@@ -94,7 +98,15 @@ impl LockGuard {
     }
 }
 
-impl Drop for LockGuard {
+impl LockGuard<Fenced> {
+    /// The fencing token of this acquire: larger than every token handed out
+    /// before for this lock name, by any client.
+    pub fn token(&self) -> u64 {
+        self.grant
+    }
+}
+
+impl<K: LockKind> Drop for LockGuard<K> {
     fn drop(&mut self) {
         if self.done {
             return;
@@ -108,11 +120,12 @@ impl Drop for LockGuard {
     }
 }
 
-impl fmt::Debug for LockGuard {
+impl<K: LockKind> fmt::Debug for LockGuard<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockGuard")
             .field("lock", &self.lock)
             .field("held", &self.is_held())
+            .field("grant", &self.grant)
             .finish()
     }
 }

@@ -96,6 +96,23 @@ impl Drop for Registration<'_> {
     }
 }
 
+/// Sleeps for `duration` unless `interrupt` is triggered first; returns
+/// whether it was.
+pub(crate) fn sleep(duration: std::time::Duration, interrupt: Option<&Interrupt>) -> bool {
+    let deadline = std::time::Instant::now() + duration;
+    let _registered = interrupt.map(Interrupt::register);
+    loop {
+        if interrupt.is_some_and(Interrupt::is_triggered) {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        thread::park_timeout(deadline - now);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

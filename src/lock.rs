@@ -1,4 +1,5 @@
-//! The reentrant distributed lock (Redisson's `RLock`).
+//! The lock handle and the one acquire / wait / release path that every
+//! kind of lock shares.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,12 +9,14 @@ use crate::client::Client;
 use crate::config::lease_millis;
 use crate::error::{Error, Result};
 use crate::guard::{Hold, LockGuard};
-use crate::interrupt::Interrupt;
+use crate::interrupt::{self, Interrupt};
+use crate::kind::sealed::KindOps;
+use crate::kind::{Attempt, Fair, Fenced, LockKind, Read, Reentrant, Spin, Target, Write};
 use crate::names;
 use crate::pubsub::Wake;
-use crate::scripts;
 
-/// A handle on one named reentrant lock held in Redis.
+/// A handle on one named lock held in Redis, of kind `K`: by default the
+/// plain reentrant lock (Redisson's `RLock`); see [`LockKind`] for the others.
 ///
 /// The lock excludes every other thread, of this process or any other, that
 /// locks the same name on the same server (Redisson clients included); the
@@ -35,26 +38,60 @@ use crate::scripts;
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
-pub struct Lock {
+pub struct Lock<K: LockKind = Reentrant> {
     client: Client,
-    keys: Arc<Keys>,
+    keys: Arc<Keys<K>>,
 }
 
-/// The Redis names of one lock.
-struct Keys {
+/// The plain reentrant lock (Redisson's `RLock`): [`Client::lock`].
+pub type ReentrantLock = Lock<Reentrant>;
+/// A first-come, first-served lock: [`Client::fair_lock`].
+pub type FairLock = Lock<Fair>;
+/// A lock whose every acquire returns a fencing token: [`Client::fenced_lock`].
+pub type FencedLock = Lock<Fenced>;
+/// A lock whose waiters poll with backoff instead of pub/sub: [`Client::spin_lock`].
+pub type SpinLock = Lock<Spin>;
+/// The shared side of a [`ReadWriteLock`](crate::ReadWriteLock).
+pub type ReadLock = Lock<Read>;
+/// The exclusive side of a [`ReadWriteLock`](crate::ReadWriteLock).
+pub type WriteLock = Lock<Write>;
+
+/// The name of one lock and its kind's key names.
+struct Keys<K> {
     name: Arc<str>,
-    channel: String,
+    kind: K,
 }
 
-impl Lock {
-    pub(crate) fn new(client: Client, name: String) -> Lock {
-        let channel = names::lock_channel(&name);
+impl<K: LockKind> Clone for Lock<K> {
+    fn clone(&self) -> Self {
+        Lock {
+            client: self.client.clone(),
+            keys: Arc::clone(&self.keys),
+        }
+    }
+}
+
+impl Lock<Spin> {
+    /// The same spin lock with another backoff: a waiter tries again after
+    /// `initial`, doubling up to `max`. The default is 1 ms to 128 ms.
+    pub fn with_backoff(self, initial: Duration, max: Duration) -> Self {
+        let name = Arc::clone(&self.keys.name);
+        let kind = Spin::for_name(&name, &self.client).with_backoff(initial, max);
+        Lock {
+            client: self.client,
+            keys: Arc::new(Keys { name, kind }),
+        }
+    }
+}
+
+impl<K: LockKind> Lock<K> {
+    pub(crate) fn new(client: Client, name: String) -> Self {
+        let kind = K::for_name(&name, &client);
         Lock {
             client,
             keys: Arc::new(Keys {
                 name: Arc::from(name),
-                channel,
+                kind,
             }),
         }
     }
@@ -69,7 +106,6 @@ impl Lock {
         &self.client
     }
 
-    /// Waits until the lock is held by the calling thread. The watchdog
     /// renews it until the guard is dropped, so it never expires while this
     /// process runs.
     ///
@@ -77,7 +113,7 @@ impl Lock {
     ///
     /// [`Error::InvalidName`], [`Error::Shutdown`], or [`Error::Redis`] when
     /// Redis cannot be reached within the retries.
-    pub fn lock(&self) -> Result<LockGuard> {
+    pub fn lock(&self) -> Result<LockGuard<K>> {
         self.acquire_or_wait(None, None, None)
     }
 
@@ -88,7 +124,7 @@ impl Lock {
     ///
     /// As [`lock`](Self::lock), and [`Error::InvalidArgument`] for a lease
     /// under one millisecond.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard> {
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
         self.acquire_or_wait(Some(lease), None, None)
     }
 
@@ -98,7 +134,7 @@ impl Lock {
     ///
     /// [`Error::Interrupted`] once `interrupt` is triggered (also when it was
     /// triggered before the call), otherwise as [`lock`](Self::lock).
-    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<LockGuard> {
+    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<LockGuard<K>> {
         self.acquire_or_wait(None, Some(interrupt), None)
     }
 
@@ -113,7 +149,7 @@ impl Lock {
         &self,
         interrupt: &Interrupt,
         lease: Duration,
-    ) -> Result<LockGuard> {
+    ) -> Result<LockGuard<K>> {
         self.acquire_or_wait(Some(lease), Some(interrupt), None)
     }
 
@@ -123,7 +159,7 @@ impl Lock {
     /// # Errors
     ///
     /// As [`lock`](Self::lock).
-    pub fn try_lock(&self) -> Result<Option<LockGuard>> {
+    pub fn try_lock(&self) -> Result<Option<LockGuard<K>>> {
         self.acquire(None, Some(Duration::ZERO), None)
     }
 
@@ -133,7 +169,7 @@ impl Lock {
     /// # Errors
     ///
     /// As [`lock`](Self::lock).
-    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard<K>>> {
         self.acquire(None, Some(wait), None)
     }
 
@@ -146,7 +182,7 @@ impl Lock {
         &self,
         wait: Duration,
         lease: Duration,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<LockGuard<K>>> {
         self.acquire(Some(lease), Some(wait), None)
     }
 
@@ -159,15 +195,8 @@ impl Lock {
     /// [`Error::InvalidName`], [`Error::Shutdown`], [`Error::Redis`].
     pub fn force_unlock(&self) -> Result<bool> {
         self.validate()?;
-        let deleted: i64 = self.client.run(|conn| {
-            scripts::FORCE_RELEASE
-                .key(&*self.keys.name)
-                .key(&self.keys.channel)
-                .arg(scripts::WAKE_ONE)
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })?;
-        Ok(deleted == 1)
+        self.client.check_open()?;
+        self.keys.kind.force_release(self.target())
     }
 
     /// Releases one hold of the calling thread without a guard, for holds
@@ -179,7 +208,7 @@ impl Lock {
     /// otherwise as [`lock`](Self::lock).
     pub fn unlock(&self) -> Result<()> {
         self.validate()?;
-        let field: Arc<str> = Arc::from(self.client.current_field());
+        let field = self.field();
         let record = self.client.renewals().find(&self.keys.name, &field);
         let hold = match record {
             Some(record) => Hold::Watched(record),
@@ -195,15 +224,16 @@ impl Lock {
         }
     }
 
-    /// Whether any thread of any client holds the lock.
+    /// Whether any thread of any client holds the lock (for a read or write
+    /// lock: holds it in that mode).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidName`], [`Error::Shutdown`], [`Error::Redis`].
     pub fn is_locked(&self) -> Result<bool> {
         self.validate()?;
-        self.client
-            .run(|conn| redis::cmd("EXISTS").arg(&*self.keys.name).query(conn))
+        self.client.check_open()?;
+        self.keys.kind.is_locked(self.target())
     }
 
     /// Whether the calling thread holds the lock.
@@ -222,11 +252,11 @@ impl Lock {
     /// As [`is_locked`](Self::is_locked).
     pub fn hold_count(&self) -> Result<u32> {
         self.validate()?;
-        let field = self.client.current_field();
+        let field = self.field();
         let count: Option<u32> = self.client.run(|conn| {
             redis::cmd("HGET")
                 .arg(&*self.keys.name)
-                .arg(&field)
+                .arg(&*field)
                 .query(conn)
         })?;
         Ok(count.unwrap_or(0))
@@ -258,7 +288,7 @@ impl Lock {
         lease: Option<Duration>,
         interrupt: Option<&Interrupt>,
         wait: Option<Duration>,
-    ) -> Result<LockGuard> {
+    ) -> Result<LockGuard<K>> {
         match self.acquire(lease, wait, interrupt)? {
             Some(guard) => Ok(guard),
             // Only a bounded wait can end without the lock.
@@ -272,7 +302,7 @@ impl Lock {
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<LockGuard<K>>> {
         self.validate()?;
         let lease_ms = match lease {
             Some(lease) => lease_millis(lease)?,
@@ -281,42 +311,56 @@ impl Lock {
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(self.interrupted());
         }
-        let field: Arc<str> = Arc::from(self.client.current_field());
+        let field = self.field();
+        let may_wait = wait != Some(Duration::ZERO);
         let started = Instant::now();
-        match self.try_acquire(lease_ms, &field)? {
-            None => Ok(Some(self.guard(lease, lease_ms, field, started))),
-            Some(_) if wait == Some(Duration::ZERO) => Ok(None),
-            Some(_) => self.acquire_slow(lease, lease_ms, field, wait, interrupt),
+        match self.try_acquire(lease_ms, &field, may_wait)? {
+            Attempt::Acquired(grant) => {
+                Ok(Some(self.guard(lease, lease_ms, field, started, grant)))
+            }
+            Attempt::Busy(_) if !may_wait => Ok(None),
+            Attempt::Busy(_) => {
+                let outcome = self.acquire_slow(lease, lease_ms, &field, wait, interrupt);
+                if !matches!(outcome, Ok(Some(_))) {
+                    self.give_up(&field);
+                }
+                outcome
+            }
         }
     }
 
     /// The contended path: subscribe, try again, park until woken or the
-    /// lock's TTL runs out, and repeat.
+    /// lock's TTL runs out, and repeat. A kind without pub/sub (the spin
+    /// lock) backs off instead of subscribing.
     #[cold]
     fn acquire_slow(
         &self,
         lease: Option<Duration>,
         lease_ms: u64,
-        field: Arc<str>,
+        field: &Arc<str>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<LockGuard>> {
+    ) -> Result<Option<LockGuard<K>>> {
         let deadline = wait.map(|w| Instant::now() + w);
         let left = |now: Instant| deadline.map(|d| d.saturating_duration_since(now));
         let confirm_for = left(Instant::now()).unwrap_or(Duration::MAX);
         let subscription = self
-            .client
-            .pubsub()
-            .subscribe(&self.keys.channel, confirm_for);
+            .keys
+            .kind
+            .wait_channel(field)
+            .map(|channel| self.client.pubsub().subscribe(&channel, confirm_for));
+        let mut failures = 0u32;
         loop {
-            self.client.check_open()?;
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 return Err(self.interrupted());
             }
             let started = Instant::now();
-            let ttl = match self.try_acquire(lease_ms, &field)? {
-                None => return Ok(Some(self.guard(lease, lease_ms, field, started))),
-                Some(ttl) => ttl,
+            let ttl = match self.try_acquire(lease_ms, field, true)? {
+                Attempt::Acquired(grant) => {
+                    let field = Arc::clone(field);
+                    return Ok(Some(self.guard(lease, lease_ms, field, started, grant)));
+                }
+                Attempt::Busy(ttl) => ttl,
             };
             let mut park = match ttl {
                 // The lock vanished between our checks: try again at once.
@@ -326,28 +370,50 @@ impl Lock {
                 ttl if ttl < 0 => self.client.watchdog_timeout(),
                 ttl => Duration::from_millis(ttl as u64),
             };
+            if let Some(backoff) = self.keys.kind.backoff(failures) {
+                park = park.min(backoff);
+            }
+            failures = failures.saturating_add(1);
             if let Some(left) = left(Instant::now()) {
                 if left.is_zero() {
                     return Ok(None);
                 }
                 park = park.min(left);
             }
-            if subscription.park(park, interrupt) == Wake::Interrupted {
+            let woke = match &subscription {
+                Some(subscription) => subscription.park(park, interrupt),
+                None if interrupt::sleep(park, interrupt) => Wake::Interrupted,
+                None => Wake::TimedOut,
+            };
+            if woke == Wake::Interrupted {
                 return Err(self.interrupted());
             }
         }
     }
 
-    /// One acquire script call: `None` when the lock is now ours, else the
-    /// holder's remaining TTL in ms.
-    fn try_acquire(&self, lease_ms: u64, field: &str) -> Result<Option<i64>> {
-        self.client.run(|conn| {
-            scripts::ACQUIRE
-                .key(&*self.keys.name)
-                .arg(lease_ms)
-                .arg(field)
-                .invoke(conn)
-        })
+    /// Tells the kind that this thread stopped waiting without the lock (a
+    /// fair lock then leaves its queue). Best effort: a waiter that cannot
+    /// say so is dropped from the queue once its deadline passes.
+    fn give_up(&self, field: &str) {
+        if let Err(e) = self.keys.kind.give_up(self.target(), field) {
+            log::debug!(
+                "redhold: leaving the queue of {:?} failed: {e}",
+                names::shorten(self.name())
+            );
+        }
+    }
+
+    /// One acquire attempt.
+    fn try_acquire(
+        &self,
+        lease_ms: u64,
+        field: &str,
+        may_queue: bool,
+    ) -> Result<Attempt<K::Grant>> {
+        self.client.check_open()?;
+        self.keys
+            .kind
+            .try_acquire(self.target(), lease_ms, field, may_queue)
     }
 
     fn guard(
@@ -356,9 +422,14 @@ impl Lock {
         lease_ms: u64,
         field: Arc<str>,
         started: Instant,
-    ) -> LockGuard {
+        grant: K::Grant,
+    ) -> LockGuard<K> {
         let hold = match lease {
-            None => Hold::Watched(self.client.renewals().add(&self.keys.name, &field)),
+            None => Hold::Watched(self.client.renewals().add(
+                &self.keys.name,
+                &field,
+                self.keys.kind.renew_kind(),
+            )),
             // Counted from before the request: the key may expire a little
             // earlier than our clock says, never later.
             Some(lease) => Hold::Leased {
@@ -367,7 +438,7 @@ impl Lock {
                 expires_at: started.checked_add(lease),
             },
         };
-        LockGuard::new(self.clone(), hold)
+        LockGuard::new(self.clone(), hold, grant)
     }
 
     // ---- releasing ----
@@ -389,20 +460,12 @@ impl Lock {
                 field, lease_ms, ..
             } => (field, *lease_ms),
         };
-        let latch = names::unlock_latch(&self.keys.name, &self.client.next_request_id());
-        let latch_ttl_ms = self.client.config().unlock_latch_ttl().as_millis() as u64;
-        let reply: Option<i64> = self.client.run(|conn| {
-            scripts::RELEASE
-                .key(&*self.keys.name)
-                .key(&self.keys.channel)
-                .key(&latch)
-                .arg(scripts::WAKE_ONE)
-                .arg(lease_ms)
-                .arg(&**field)
-                .arg(latch_ttl_ms)
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })?;
+        self.client.check_open()?;
+        let request_id = self.client.next_request_id();
+        let reply = self
+            .keys
+            .kind
+            .release(self.target(), lease_ms, field, &request_id)?;
         match reply {
             Some(_) => Ok(()),
             None => Err(self.lost()),
@@ -413,6 +476,18 @@ impl Lock {
 
     fn validate(&self) -> Result<()> {
         names::validate(&self.keys.name)
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target {
+            client: &self.client,
+            name: &self.keys.name,
+        }
+    }
+
+    /// The calling thread's field in this lock's hash.
+    fn field(&self) -> Arc<str> {
+        Arc::from(self.keys.kind.holder_field(self.client.current_field()))
     }
 
     fn watchdog_millis(&self) -> u64 {
@@ -432,9 +507,10 @@ impl Lock {
     }
 }
 
-impl fmt::Debug for Lock {
+impl<K: LockKind> fmt::Debug for Lock<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
+            .field("kind", &self.keys.kind)
             .field("name", &names::shorten(&self.keys.name))
             .field("client", &self.client.id())
             .finish()

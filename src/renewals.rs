@@ -8,11 +8,33 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+/// How the watchdog renews a hold (the `mode` argument of `lua/renew.lua`).
+// `pub` only because the sealed `KindOps` trait names it; the module is private.
+#[allow(unreachable_pub)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenewKind {
+    /// A hash lock: plain, fair, fenced, spin, or a write lock.
+    Hash,
+    /// A read lock: the hash and the holder's read-hold keys.
+    Read,
+}
+
+impl RenewKind {
+    /// The mode argument for `lua/renew.lua`.
+    pub(crate) fn mode(self) -> &'static str {
+        match self {
+            RenewKind::Hash => "h",
+            RenewKind::Read => "r",
+        }
+    }
+}
+
 /// One thread's holds on one lock, shared by its guards and the watchdog.
 #[derive(Debug)]
 pub(crate) struct HoldRecord {
     pub(crate) name: Arc<str>,
     pub(crate) field: Arc<str>,
+    pub(crate) kind: RenewKind,
     /// Set once the lock was found gone; never cleared.
     lost: AtomicBool,
     /// When Redis last confirmed the hold (taken or renewed).
@@ -53,13 +75,19 @@ pub(crate) struct RenewalMap {
 
 impl RenewalMap {
     /// Records one more hold of `name` by `field`, just taken in Redis.
-    pub(crate) fn add(&self, name: &Arc<str>, field: &Arc<str>) -> Arc<HoldRecord> {
+    pub(crate) fn add(
+        &self,
+        name: &Arc<str>,
+        field: &Arc<str>,
+        kind: RenewKind,
+    ) -> Arc<HoldRecord> {
         let mut entries = self.entries.lock();
         let key = (Arc::clone(name), Arc::clone(field));
         let entry = entries.entry(key).or_insert_with(|| Entry {
             record: Arc::new(HoldRecord {
                 name: Arc::clone(name),
                 field: Arc::clone(field),
+                kind,
                 lost: AtomicBool::new(false),
                 last_confirmed: Mutex::new(Instant::now()),
             }),
@@ -133,8 +161,8 @@ mod tests {
     fn reentrant_holds_share_one_record_until_the_last_release() {
         let map = RenewalMap::default();
         let (name, field) = names();
-        let a = map.add(&name, &field);
-        let b = map.add(&name, &field);
+        let a = map.add(&name, &field, RenewKind::Hash);
+        let b = map.add(&name, &field, RenewKind::Hash);
         assert!(Arc::ptr_eq(&a, &b));
         map.remove_one(&a);
         assert_eq!(map.len(), 1);
@@ -146,9 +174,9 @@ mod tests {
     fn a_released_record_is_not_marked_lost() {
         let map = RenewalMap::default();
         let (name, field) = names();
-        let old = map.add(&name, &field);
+        let old = map.add(&name, &field, RenewKind::Hash);
         map.remove_one(&old);
-        let fresh = map.add(&name, &field);
+        let fresh = map.add(&name, &field, RenewKind::Hash);
         assert!(!map.mark_lost(&old));
         assert!(!old.is_lost() && !fresh.is_lost());
         assert!(map.mark_lost(&fresh));

@@ -160,7 +160,9 @@ impl Renewer {
             let mut call = scripts::RENEW.prepare_invoke();
             call.arg(timeout_ms);
             for record in batch {
-                call.key(&*record.name).arg(&*record.field);
+                call.key(&*record.name)
+                    .arg(record.kind.mode())
+                    .arg(&*record.field);
             }
             let flags: Vec<i64> = call.invoke(conn)?;
             Ok(flags.into_iter().map(|f| f == 1).collect())

@@ -1,0 +1,71 @@
+-- Take a fair lock in arrival order, or queue for it.
+-- KEYS[1] the lock hash, KEYS[2] the queue (list of waiting fields),
+-- KEYS[3] the deadlines (sorted set: waiting field -> ms since the epoch)
+-- ARGV[1] lease in ms, ARGV[2] the holder field, ARGV[3] the fair wait
+-- timeout in ms, ARGV[4] now (client clock, ms since the epoch),
+-- ARGV[5] "1" to join the queue when the lock is busy, "0" only to try
+-- Reply: nil when the caller now holds the lock; otherwise how long to wait
+-- before trying again, in ms.
+local now = tonumber(ARGV[4])
+local wait = tonumber(ARGV[3])
+
+-- Waiters whose deadline passed gave up or died: drop them from the head.
+while true do
+    local head = redis.call('lindex', KEYS[2], 0)
+    if not head then break end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+    if deadline and deadline > now then break end
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], head)
+end
+
+if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    if not head or head == ARGV[2] then
+        if head then
+            redis.call('lpop', KEYS[2])
+            redis.call('zrem', KEYS[3], ARGV[2])
+            -- Everyone behind moved up one place: their turn comes sooner.
+            local behind = redis.call('zrange', KEYS[3], 0, -1)
+            for _, field in ipairs(behind) do
+                redis.call('zincrby', KEYS[3], -wait, field)
+            end
+        end
+        redis.call('hset', KEYS[1], ARGV[2], 1)
+        redis.call('pexpire', KEYS[1], ARGV[1])
+        return nil
+    end
+end
+
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+
+local pttl = redis.call('pttl', KEYS[1])
+local mine = redis.call('zscore', KEYS[3], ARGV[2])
+if mine then
+    -- Already queued. While the lock is held, look again when it expires;
+    -- while it is free but another waiter is ahead, look again when the
+    -- head's deadline passes (a release or give-up wakes us sooner).
+    if pttl > 0 then return pttl end
+    local head = redis.call('lindex', KEYS[2], 0)
+    local head_deadline = tonumber(redis.call('zscore', KEYS[3], head)) or now
+    return math.max(1, head_deadline - now)
+end
+if ARGV[5] ~= '1' then
+    return math.max(0, pttl)
+end
+
+local last = redis.call('lindex', KEYS[2], -1)
+local ttl
+if last then
+    ttl = (tonumber(redis.call('zscore', KEYS[3], last)) or now) - now
+else
+    ttl = pttl
+end
+ttl = math.max(0, ttl)
+redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2])
+redis.call('rpush', KEYS[2], ARGV[2])
+return ttl

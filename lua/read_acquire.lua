@@ -1,0 +1,24 @@
+-- Take a read hold of a read-write lock.
+-- KEYS[1] the lock hash, KEYS[2] this holder's read-hold key prefix
+-- ("<base>:<field>:rwlock_timeout"; hold k lives at "<prefix>:<k>")
+-- ARGV[1] lease in ms, ARGV[2] the holder field, ARGV[3] the same holder's
+-- writer field ("<field>:write")
+-- Reply: nil when the read hold was taken, else the lock's PTTL.
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+    redis.call('hset', KEYS[1], 'mode', 'read')
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+-- Readers share; the writer may also read (and keeps those holds after it
+-- releases the write: a downgrade).
+if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+    local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
+    local ttl = redis.call('pttl', KEYS[1])
+    redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
+    return nil
+end
+return redis.call('pttl', KEYS[1])

@@ -1,0 +1,49 @@
+-- Release one read hold of a read-write lock, exactly once per request id.
+-- KEYS[1] the lock hash, KEYS[2] the channel, KEYS[3] this holder's
+-- read-hold key prefix, KEYS[4] the base that every holder's prefix starts
+-- with ("{name}", or the name when it has a hash tag), KEYS[5] the latch
+-- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
+-- ARGV[3] latch TTL in ms, ARGV[4] the publish command
+-- Reply: nil when the field holds no read hold, 0 when the lock is still
+-- held by someone, 1 when it was freed.
+local replayed = redis.call('get', KEYS[5])
+if replayed then
+    return tonumber(replayed)
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return nil
+end
+local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if left == 0 then
+    redis.call('hdel', KEYS[1], ARGV[2])
+end
+redis.call('del', KEYS[3] .. ':' .. (left + 1))
+
+local reply = 1
+if redis.call('hlen', KEYS[1]) > 1 then
+    -- Other holds remain: the hash lives as long as the longest of them.
+    local longest = -3
+    local fields = redis.call('hkeys', KEYS[1])
+    for _, field in ipairs(fields) do
+        local count = tonumber(redis.call('hget', KEYS[1], field))
+        if count then
+            for k = 1, count do
+                local ttl = redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k)
+                longest = math.max(longest, ttl)
+            end
+        end
+    end
+    if longest > 0 then
+        redis.call('pexpire', KEYS[1], longest)
+        reply = 0
+    elseif mode == 'write' then
+        reply = 0
+    end
+end
+if reply == 1 then
+    redis.call('del', KEYS[1])
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
+redis.call('set', KEYS[5], reply, 'px', ARGV[3])
+return reply

@@ -1,0 +1,146 @@
+//! The fair lock: threads and processes get the lock in arrival order.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use once_cell::sync::Lazy;
+use redis::Script;
+
+use super::sealed::KindOps;
+use super::{Attempt, Target};
+use crate::client::Client;
+use crate::error::Result;
+use crate::names;
+use crate::scripts;
+
+static FAIR_ACQUIRE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/fair_acquire.lua")));
+static FAIR_RELEASE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/fair_release.lua")));
+static FAIR_GIVE_UP: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/fair_give_up.lua")));
+static FAIR_FORCE_RELEASE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/fair_force_release.lua")));
+
+/// A first-come, first-served lock: [`FairLock`](crate::FairLock), made by
+/// [`Client::fair_lock`](crate::Client::fair_lock).
+///
+/// Waiters queue in Redis in arrival order, across threads and processes,
+/// and only the head of the queue is woken (each waiter listens on its own
+/// channel). A waiter that gives up leaves the queue at once; one that dies
+/// is dropped once its deadline passes, the fair wait timeout after its turn
+/// was due (see [`ClientBuilder::fair_wait_timeout`](crate::ClientBuilder::fair_wait_timeout)).
+#[derive(Debug)]
+pub struct Fair {
+    queue: String,
+    deadlines: String,
+    channel_prefix: String,
+    wait_timeout_ms: u64,
+}
+
+/// The client's clock in ms since the epoch: deadlines in the queue are
+/// absolute times, as in Redisson.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl KindOps for Fair {
+    type Grant = ();
+
+    fn for_name(name: &str, client: &Client) -> Self {
+        Fair {
+            queue: names::prefixed("redisson_lock_queue", name),
+            deadlines: names::prefixed("redisson_lock_timeout", name),
+            channel_prefix: names::lock_channel(name),
+            wait_timeout_ms: client.config().fair_wait_timeout.as_millis() as u64,
+        }
+    }
+
+    fn wait_channel(&self, field: &str) -> Option<String> {
+        Some(format!("{}:{field}", self.channel_prefix))
+    }
+
+    fn try_acquire(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        may_queue: bool,
+    ) -> Result<Attempt<()>> {
+        let ttl: Option<i64> = at.client.run(|conn| {
+            FAIR_ACQUIRE
+                .key(at.name)
+                .key(&self.queue)
+                .key(&self.deadlines)
+                .arg(lease_ms)
+                .arg(field)
+                .arg(self.wait_timeout_ms)
+                .arg(now_ms())
+                .arg(if may_queue { "1" } else { "0" })
+                .invoke(conn)
+        })?;
+        Ok(match ttl {
+            None => Attempt::Acquired(()),
+            Some(ttl) => Attempt::Busy(ttl),
+        })
+    }
+
+    fn release(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        request_id: &str,
+    ) -> Result<Option<i64>> {
+        let latch = names::unlock_latch(at.name, request_id);
+        let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+        at.client.run(|conn| {
+            FAIR_RELEASE
+                .key(at.name)
+                .key(&self.queue)
+                .key(&self.deadlines)
+                .key(&self.channel_prefix)
+                .key(&latch)
+                .arg(scripts::WAKE_ONE)
+                .arg(lease_ms)
+                .arg(field)
+                .arg(now_ms())
+                .arg(latch_ttl_ms)
+                .arg(scripts::PUBLISH)
+                .invoke(conn)
+        })
+    }
+
+    fn force_release(&self, at: Target<'_>) -> Result<bool> {
+        let deleted: i64 = at.client.run(|conn| {
+            FAIR_FORCE_RELEASE
+                .key(at.name)
+                .key(&self.queue)
+                .key(&self.deadlines)
+                .key(&self.channel_prefix)
+                .arg(scripts::WAKE_ONE)
+                .arg(now_ms())
+                .arg(scripts::PUBLISH)
+                .invoke(conn)
+        })?;
+        Ok(deleted == 1)
+    }
+
+    fn give_up(&self, at: Target<'_>, field: &str) -> Result<()> {
+        let _: i64 = at.client.run(|conn| {
+            FAIR_GIVE_UP
+                .key(at.name)
+                .key(&self.queue)
+                .key(&self.deadlines)
+                .key(&self.channel_prefix)
+                .arg(field)
+                .arg(self.wait_timeout_ms)
+                .arg(scripts::WAKE_ONE)
+                .arg(scripts::PUBLISH)
+                .invoke(conn)
+        })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,89 @@
+//! The fenced lock: a plain lock whose every acquire returns a token larger
+//! than all tokens handed out before for that name.
+
+use once_cell::sync::Lazy;
+use redis::Script;
+
+use super::reentrant::{force_release_hash, release_hash};
+use super::sealed::KindOps;
+use super::{Attempt, Target};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::names;
+
+/// `lua/fenced_acquire.lua`.
+static FENCED_ACQUIRE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/fenced_acquire.lua")));
+
+/// A lock that hands out fencing tokens: [`FencedLock`](crate::FencedLock),
+/// made by [`Client::fenced_lock`](crate::Client::fenced_lock).
+///
+/// Pass [`LockGuard::token`](crate::LockGuard::token) along with every write
+/// to the protected storage and have the storage refuse a token smaller than
+/// the largest it has seen: a holder that lost its lock (a long GC-like
+/// pause, a network partition) is then refused instead of corrupting data.
+/// Shares the plain lock's hash and channel, so a fenced lock and a plain
+/// lock on the same name exclude each other.
+#[derive(Debug)]
+pub struct Fenced {
+    channel: String,
+    token_key: String,
+}
+
+impl KindOps for Fenced {
+    type Grant = u64;
+
+    fn for_name(name: &str, _client: &Client) -> Self {
+        Fenced {
+            channel: names::lock_channel(name),
+            token_key: names::prefixed("redisson_lock_token", name),
+        }
+    }
+
+    fn wait_channel(&self, _field: &str) -> Option<String> {
+        Some(self.channel.clone())
+    }
+
+    fn try_acquire(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        _: bool,
+    ) -> Result<Attempt<u64>> {
+        let (acquired, value): (i64, i64) = at.client.run(|conn| {
+            FENCED_ACQUIRE
+                .key(at.name)
+                .key(&self.token_key)
+                .arg(lease_ms)
+                .arg(field)
+                .invoke(conn)
+        })?;
+        if acquired == 1 {
+            let token = u64::try_from(value).map_err(|_| Error::InvalidArgument {
+                what: "fencing token",
+                reason: format!(
+                    "the token counter {} holds {value}, not a positive number",
+                    self.token_key
+                ),
+            })?;
+            Ok(Attempt::Acquired(token))
+        } else {
+            Ok(Attempt::Busy(value))
+        }
+    }
+
+    fn release(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        request_id: &str,
+    ) -> Result<Option<i64>> {
+        release_hash(at, &self.channel, lease_ms, field, request_id)
+    }
+
+    fn force_release(&self, at: Target<'_>) -> Result<bool> {
+        force_release_hash(at, &self.channel)
+    }
+}

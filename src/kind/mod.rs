@@ -1,0 +1,128 @@
+//! The kinds of lock a [`Lock`](crate::Lock) handle can stand for.
+//!
+//! Every kind is waited for, renewed and released by the same machinery in
+//! `lock.rs`; a kind only says which scripts run and on which keys:
+//!
+//! | kind         | Redis keys (see `docs/wire-format.md`)        | wakes waiters by              |
+//! |--------------|-----------------------------------------------|-------------------------------|
+//! | [`Reentrant`] | hash `name`                                  | pub/sub, one waiter           |
+//! | [`Fenced`]   | hash `name`, counter `redisson_lock_token:{name}` | pub/sub, one waiter       |
+//! | [`Spin`]     | hash `name`                                   | nothing: exponential backoff  |
+//! | [`Fair`]     | hash, queue list, deadline zset               | pub/sub, the queue's head only |
+//! | [`Read`] / [`Write`] | hash with `mode`, read-hold string keys | pub/sub; a write release wakes all |
+
+mod fair;
+mod fenced;
+mod read_write;
+mod reentrant;
+mod spin;
+
+use std::fmt;
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::renewals::RenewKind;
+
+pub use fair::Fair;
+pub use fenced::Fenced;
+pub use read_write::{Read, ReadWriteLock, Write};
+pub use reentrant::Reentrant;
+pub use spin::Spin;
+
+/// A kind of distributed lock: [`Reentrant`], [`Fair`], [`Fenced`],
+/// [`Spin`], [`Read`] or [`Write`]. `Lock<K>` offers the same methods for
+/// every kind.
+///
+/// The trait is sealed: only this crate defines kinds.
+pub trait LockKind: sealed::KindOps {}
+
+impl<K: sealed::KindOps> LockKind for K {}
+
+pub(crate) use sealed::{Attempt, Target};
+
+pub(crate) mod sealed {
+    //! The operations behind [`LockKind`](super::LockKind), out of users' reach.
+    #![allow(unreachable_pub)]
+
+    use super::*;
+
+    /// What one acquire attempt found.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Attempt<G> {
+        /// The caller holds the lock now; `G` is what the kind hands to the guard.
+        Acquired(G),
+        /// Someone else holds it; the reply is the lock's PTTL in ms, or for a
+        /// fair lock the time until this waiter's turn is due.
+        Busy(i64),
+    }
+
+    /// Where a kind's operations run: the client and the lock's name.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Target<'a> {
+        pub client: &'a Client,
+        pub name: &'a str,
+    }
+
+    /// The scripts and keys of one kind of lock.
+    pub trait KindOps: Send + Sync + Sized + fmt::Debug + 'static {
+        /// What a successful acquire hands to the guard (the fencing token).
+        type Grant: Copy + Send + Sync + fmt::Debug + 'static;
+
+        /// The kind's key names for the lock called `name`.
+        fn for_name(name: &str, client: &Client) -> Self;
+
+        /// The hash field of a holder whose plain field is `base`.
+        fn holder_field(&self, base: String) -> String {
+            base
+        }
+
+        /// How the watchdog renews holds of this kind.
+        fn renew_kind(&self) -> RenewKind {
+            RenewKind::Hash
+        }
+
+        /// The channel a waiter with holder field `field` listens on, or
+        /// `None` when the kind does not use pub/sub.
+        fn wait_channel(&self, field: &str) -> Option<String>;
+
+        /// The longest pause between two attempts when the kind does not use
+        /// pub/sub, given how many attempts failed so far.
+        fn backoff(&self, _failures: u32) -> Option<std::time::Duration> {
+            None
+        }
+
+        /// One acquire attempt. `may_queue` is false for a try that will not
+        /// wait (a fair lock then does not join its queue).
+        fn try_acquire(
+            &self,
+            at: Target<'_>,
+            lease_ms: u64,
+            field: &str,
+            may_queue: bool,
+        ) -> Result<Attempt<Self::Grant>>;
+
+        /// Releases one hold; `Some(_)` when released, `None` when `field`
+        /// did not hold the lock. `request_id` makes a retry harmless.
+        fn release(
+            &self,
+            at: Target<'_>,
+            lease_ms: u64,
+            field: &str,
+            request_id: &str,
+        ) -> Result<Option<i64>>;
+
+        /// Deletes the lock whoever holds it and wakes waiters.
+        fn force_release(&self, at: Target<'_>) -> Result<bool>;
+
+        /// Whether anyone holds the lock.
+        fn is_locked(&self, at: Target<'_>) -> Result<bool> {
+            at.client
+                .run(|conn| redis::cmd("EXISTS").arg(at.name).query(conn))
+        }
+
+        /// A waiter gives up before getting the lock.
+        fn give_up(&self, _at: Target<'_>, _field: &str) -> Result<()> {
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The read-write lock: many readers or one writer.
+
+use once_cell::sync::Lazy;
+use redis::Script;
+
+use super::sealed::KindOps;
+use super::{Attempt, Target};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::lock::Lock;
+use crate::names;
+use crate::renewals::RenewKind;
+use crate::scripts;
+
+static READ_ACQUIRE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/read_acquire.lua")));
+static READ_RELEASE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/read_release.lua")));
+static WRITE_ACQUIRE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/write_acquire.lua")));
+static WRITE_RELEASE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/write_release.lua")));
+static RW_FORCE_RELEASE: Lazy<Script> =
+    Lazy::new(|| Script::new(include_str!("../../lua/rw_force_release.lua")));
+
+/// Suffix of a writer's field: `<client-uuid>:<thread-id>:write`.
+const WRITE_SUFFIX: &str = ":write";
+/// Wakes one waiter (a read release) / every waiter (a write release).
+const WAKE_ALL: &str = "1";
+/// `write_acquire.lua`'s reply when the caller holds only read holds.
+const UPGRADE_REFUSED: i64 = -3;
+
+/// A pair of locks on one name: shared read holds, or one exclusive write
+/// hold. Made by [`Client::read_write_lock`](crate::Client::read_write_lock).
+///
+/// ```no_run
+/// # fn main() -> redhold::Result<()> {
+/// let client = redhold::Client::open("redis://127.0.0.1:6379/")?;
+/// let rw = client.read_write_lock("config");
+/// {
+///     let _r1 = rw.read().lock()?;   // readers share the lock
+/// }
+/// let _w = rw.write().lock()?;        // the writer excludes everyone
+/// let _r = rw.read().lock()?;         // ...but may read too (and keep
+///                                     // reading after writing: a downgrade)
+/// # Ok(()) }
+/// ```
+///
+/// A thread that holds only read holds and asks for the write lock gets
+/// [`Error::UpgradeNotSupported`] at once: it could never be granted while
+/// the thread itself reads.
+#[derive(Clone, Debug)]
+pub struct ReadWriteLock {
+    read: Lock<Read>,
+    write: Lock<Write>,
+}
+
+impl ReadWriteLock {
+    pub(crate) fn new(client: &Client, name: String) -> Self {
+        ReadWriteLock {
+            read: Lock::new(client.clone(), name.clone()),
+            write: Lock::new(client.clone(), name),
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.read.name()
+    }
+
+    /// The shared (read) side.
+    pub fn read(&self) -> Lock<Read> {
+        self.read.clone()
+    }
+
+    /// The exclusive (write) side.
+    pub fn write(&self) -> Lock<Write> {
+        self.write.clone()
+    }
+}
+
+/// The read side of a [`ReadWriteLock`]: [`ReadLock`](crate::ReadLock).
+#[derive(Debug)]
+pub struct Read {
+    channel: String,
+    /// What every holder's read-hold keys start with.
+    base: String,
+}
+
+/// The write side of a [`ReadWriteLock`]: [`WriteLock`](crate::WriteLock).
+#[derive(Debug)]
+pub struct Write {
+    channel: String,
+}
+
+/// `{name}`, or the name itself when it carries a hash tag.
+fn hold_key_base(name: &str) -> String {
+    if name.contains('{') {
+        name.to_owned()
+    } else {
+        format!("{{{name}}}")
+    }
+}
+
+fn rw_channel(name: &str) -> String {
+    names::prefixed("redisson_rwlock", name)
+}
+
+fn force_release_mode(at: Target<'_>, channel: &str, mode: &str, message: &str) -> Result<bool> {
+    let deleted: i64 = at.client.run(|conn| {
+        RW_FORCE_RELEASE
+            .key(at.name)
+            .key(channel)
+            .arg(mode)
+            .arg(message)
+            .arg(scripts::PUBLISH)
+            .invoke(conn)
+    })?;
+    Ok(deleted == 1)
+}
+
+fn mode_is(at: Target<'_>, mode: &str) -> Result<bool> {
+    let current: Option<String> = at
+        .client
+        .run(|conn| redis::cmd("HGET").arg(at.name).arg("mode").query(conn))?;
+    Ok(current.as_deref() == Some(mode))
+}
+
+fn busy_or_acquired(ttl: Option<i64>) -> Attempt<()> {
+    match ttl {
+        None => Attempt::Acquired(()),
+        Some(ttl) => Attempt::Busy(ttl),
+    }
+}
+
+impl KindOps for Read {
+    type Grant = ();
+
+    fn for_name(name: &str, _client: &Client) -> Self {
+        Read {
+            channel: rw_channel(name),
+            base: hold_key_base(name),
+        }
+    }
+
+    fn renew_kind(&self) -> RenewKind {
+        RenewKind::Read
+    }
+
+    fn wait_channel(&self, _field: &str) -> Option<String> {
+        Some(self.channel.clone())
+    }
+
+    fn try_acquire(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        _: bool,
+    ) -> Result<Attempt<()>> {
+        let prefix = format!("{}:{field}:rwlock_timeout", self.base);
+        let writer = format!("{field}{WRITE_SUFFIX}");
+        let ttl: Option<i64> = at.client.run(|conn| {
+            READ_ACQUIRE
+                .key(at.name)
+                .key(&prefix)
+                .arg(lease_ms)
+                .arg(field)
+                .arg(&writer)
+                .invoke(conn)
+        })?;
+        Ok(busy_or_acquired(ttl))
+    }
+
+    fn release(
+        &self,
+        at: Target<'_>,
+        _lease_ms: u64,
+        field: &str,
+        request_id: &str,
+    ) -> Result<Option<i64>> {
+        let prefix = format!("{}:{field}:rwlock_timeout", self.base);
+        let latch = names::unlock_latch(at.name, request_id);
+        let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+        at.client.run(|conn| {
+            READ_RELEASE
+                .key(at.name)
+                .key(&self.channel)
+                .key(&prefix)
+                .key(&self.base)
+                .key(&latch)
+                .arg(scripts::WAKE_ONE)
+                .arg(field)
+                .arg(latch_ttl_ms)
+                .arg(scripts::PUBLISH)
+                .invoke(conn)
+        })
+    }
+
+    fn force_release(&self, at: Target<'_>) -> Result<bool> {
+        force_release_mode(at, &self.channel, "read", scripts::WAKE_ONE)
+    }
+
+    fn is_locked(&self, at: Target<'_>) -> Result<bool> {
+        mode_is(at, "read")
+    }
+}
+
+impl KindOps for Write {
+    type Grant = ();
+
+    fn for_name(name: &str, _client: &Client) -> Self {
+        Write {
+            channel: rw_channel(name),
+        }
+    }
+
+    fn holder_field(&self, base: String) -> String {
+        base + WRITE_SUFFIX
+    }
+
+    fn wait_channel(&self, _field: &str) -> Option<String> {
+        Some(self.channel.clone())
+    }
+
+    fn try_acquire(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        _: bool,
+    ) -> Result<Attempt<()>> {
+        let reader = field.strip_suffix(WRITE_SUFFIX).unwrap_or(field);
+        let ttl: Option<i64> = at.client.run(|conn| {
+            WRITE_ACQUIRE
+                .key(at.name)
+                .arg(lease_ms)
+                .arg(field)
+                .arg(reader)
+                .invoke(conn)
+        })?;
+        if ttl == Some(UPGRADE_REFUSED) {
+            return Err(Error::UpgradeNotSupported {
+                lock: names::shorten(at.name),
+            });
+        }
+        Ok(busy_or_acquired(ttl))
+    }
+
+    fn release(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        request_id: &str,
+    ) -> Result<Option<i64>> {
+        let latch = names::unlock_latch(at.name, request_id);
+        let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+        at.client.run(|conn| {
+            WRITE_RELEASE
+                .key(at.name)
+                .key(&self.channel)
+                .key(&latch)
+                .arg(WAKE_ALL)
+                .arg(lease_ms)
+                .arg(field)
+                .arg(latch_ttl_ms)
+                .arg(scripts::PUBLISH)
+                .invoke(conn)
+        })
+    }
+
+    fn force_release(&self, at: Target<'_>) -> Result<bool> {
+        force_release_mode(at, &self.channel, "write", WAKE_ALL)
+    }
+
+    fn is_locked(&self, at: Target<'_>) -> Result<bool> {
+        mode_is(at, "write")
+    }
+}

@@ -1,0 +1,106 @@
+//! The plain reentrant lock (Redisson's `RLock`), also the base of the
+//! fenced and spin locks, which share its hash, scripts and channel.
+
+use super::sealed::KindOps;
+use super::{Attempt, Target};
+use crate::client::Client;
+use crate::error::Result;
+use crate::names;
+use crate::scripts;
+
+/// The plain reentrant lock: [`Lock`](crate::Lock), made by
+/// [`Client::lock`](crate::Client::lock). Waiters are woken one at a time by
+/// pub/sub, in no particular order.
+#[derive(Debug)]
+pub struct Reentrant {
+    channel: String,
+}
+
+impl KindOps for Reentrant {
+    type Grant = ();
+
+    fn for_name(name: &str, _client: &Client) -> Self {
+        Reentrant {
+            channel: names::lock_channel(name),
+        }
+    }
+
+    fn wait_channel(&self, _field: &str) -> Option<String> {
+        Some(self.channel.clone())
+    }
+
+    fn try_acquire(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        _: bool,
+    ) -> Result<Attempt<()>> {
+        acquire_hash(at, lease_ms, field).map(|ttl| match ttl {
+            None => Attempt::Acquired(()),
+            Some(ttl) => Attempt::Busy(ttl),
+        })
+    }
+
+    fn release(
+        &self,
+        at: Target<'_>,
+        lease_ms: u64,
+        field: &str,
+        request_id: &str,
+    ) -> Result<Option<i64>> {
+        release_hash(at, &self.channel, lease_ms, field, request_id)
+    }
+
+    fn force_release(&self, at: Target<'_>) -> Result<bool> {
+        force_release_hash(at, &self.channel)
+    }
+}
+
+/// `lua/acquire.lua`: `None` when acquired, else the holder's PTTL.
+pub(crate) fn acquire_hash(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Option<i64>> {
+    at.client.run(|conn| {
+        scripts::ACQUIRE
+            .key(at.name)
+            .arg(lease_ms)
+            .arg(field)
+            .invoke(conn)
+    })
+}
+
+/// `lua/release.lua` with the unlock latch.
+pub(crate) fn release_hash(
+    at: Target<'_>,
+    channel: &str,
+    lease_ms: u64,
+    field: &str,
+    request_id: &str,
+) -> Result<Option<i64>> {
+    let latch = names::unlock_latch(at.name, request_id);
+    let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+    at.client.run(|conn| {
+        scripts::RELEASE
+            .key(at.name)
+            .key(channel)
+            .key(&latch)
+            .arg(scripts::WAKE_ONE)
+            .arg(lease_ms)
+            .arg(field)
+            .arg(latch_ttl_ms)
+            .arg(scripts::PUBLISH)
+            .invoke(conn)
+    })
+}
+
+/// `lua/force_release.lua`.
+pub(crate) fn force_release_hash(at: Target<'_>, channel: &str) -> Result<bool> {
+    let deleted: i64 = at.client.run(|conn| {
+        scripts::FORCE_RELEASE
+            .key(at.name)
+            .key(channel)
+            .arg(scripts::WAKE_ONE)
+            .arg(scripts::PUBLISH)
+            .invoke(conn)
+    })?;
+    Ok(deleted == 1)
+}
