@@ -297,7 +297,7 @@ impl<K: LockKind> Lock<K> {
     }
 
     /// Takes the lock, waiting at most `wait` (forever when `None`).
-    fn acquire(
+    pub(crate) fn acquire(
         &self,
         lease: Option<Duration>,
         wait: Option<Duration>,

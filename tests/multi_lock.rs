@@ -1,0 +1,113 @@
+//! MultiLock: all or nothing over several plain locks on several servers.
+
+mod bounded;
+mod support;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redhold::{Error, MultiLock};
+use support::RedisServer;
+
+#[test]
+fn takes_locks_on_two_servers_and_releases_them_all() {
+    let (a, b) = (RedisServer::start(), RedisServer::start());
+    let (ca, cb) = (a.client(), b.client());
+    let multi = MultiLock::new(vec![ca.lock("m:1"), ca.lock("m:2"), cb.lock("m:3")]);
+    let guard = multi.lock().unwrap();
+    assert!(guard.is_held());
+    assert_eq!(a.cmd::<u32>(&["EXISTS", "m:1", "m:2"]), 2);
+    assert_eq!(b.cmd::<u32>(&["EXISTS", "m:3"]), 1);
+    guard.unlock().unwrap();
+    assert_eq!(a.cmd::<u32>(&["EXISTS", "m:1", "m:2"]), 0);
+    assert_eq!(b.cmd::<u32>(&["EXISTS", "m:3"]), 0);
+}
+
+#[test]
+fn a_failed_try_leaves_nothing_locked() {
+    let server = RedisServer::start();
+    let (mine, theirs) = (server.client(), server.client());
+    // Held elsewhere: the last lock of the set.
+    let other = bounded::spawn("holder", move || {
+        let guard = theirs.lock("f:3").lock().unwrap();
+        thread::sleep(Duration::from_secs(2));
+        drop(guard);
+    });
+    while server.cmd::<u32>(&["EXISTS", "f:3"]) == 0 {
+        thread::sleep(Duration::from_millis(5));
+    }
+    let multi = MultiLock::new(vec![mine.lock("f:1"), mine.lock("f:2"), mine.lock("f:3")]);
+    assert!(multi.try_lock().unwrap().is_none());
+    assert_eq!(
+        server.cmd::<u32>(&["EXISTS", "f:1", "f:2"]),
+        0,
+        "try_lock left locks behind"
+    );
+
+    let started = Instant::now();
+    let outcome = multi.try_lock_for(Duration::from_millis(300)).unwrap();
+    assert!(outcome.is_none());
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        server.cmd::<u32>(&["EXISTS", "f:1", "f:2"]),
+        0,
+        "try_lock_for left locks behind"
+    );
+
+    // Once the holder lets go, the whole set can be had.
+    let guard = multi
+        .try_lock_for(Duration::from_secs(10))
+        .unwrap()
+        .expect("free after release");
+    assert_eq!(server.cmd::<u32>(&["EXISTS", "f:1", "f:2", "f:3"]), 3);
+    drop(guard);
+    other.join_within(Duration::from_secs(10));
+}
+
+#[test]
+fn overlapping_sets_in_opposite_orders_do_not_deadlock_and_exclude_each_other() {
+    let server = RedisServer::start();
+    let counter_url = server.url();
+    let mut workers = Vec::new();
+    for t in 0..4 {
+        let client = server.client();
+        let url = counter_url.clone();
+        workers.push(bounded::spawn(&format!("w{t}"), move || {
+            let names = if t % 2 == 0 { ["x", "y"] } else { ["y", "x"] };
+            let multi = MultiLock::new(names.iter().map(|n| client.lock(*n)).collect());
+            let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for _ in 0..25 {
+                let _both = multi.lock().unwrap();
+                let n: i64 = redis::cmd("GET")
+                    .arg("counter")
+                    .query::<Option<i64>>(&mut conn)
+                    .unwrap()
+                    .unwrap_or(0);
+                redis::cmd("SET")
+                    .arg("counter")
+                    .arg(n + 1)
+                    .query::<()>(&mut conn)
+                    .unwrap();
+            }
+        }));
+    }
+    for w in workers {
+        w.join_within(Duration::from_secs(60));
+    }
+    assert_eq!(server.cmd::<i64>(&["GET", "counter"]), 100);
+}
+
+#[test]
+fn an_empty_set_is_refused() {
+    let server = RedisServer::start();
+    let _client = server.client();
+    assert!(matches!(
+        MultiLock::new(vec![]).try_lock(),
+        Err(Error::InvalidArgument { .. })
+    ));
+}

@@ -1,0 +1,118 @@
+//! RedLock over five independent servers: a majority suffices, a minority
+//! does not, and a failed attempt leaves nothing behind.
+
+mod bounded;
+mod support;
+
+use std::time::Duration;
+
+use redhold::{Client, RedLock};
+use support::RedisServer;
+
+fn servers(n: usize) -> Vec<RedisServer> {
+    (0..n).map(|_| RedisServer::start()).collect()
+}
+
+/// One client per server, built to fail fast when its server is gone.
+fn clients(servers: &[RedisServer]) -> Vec<Client> {
+    servers
+        .iter()
+        .map(|s| {
+            s.builder()
+                .retry_attempts(0)
+                .response_timeout(Duration::from_secs(1))
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn red_lock(clients: &[Client], name: &str) -> RedLock {
+    RedLock::new(clients.iter().map(|c| c.lock(name)).collect())
+}
+
+fn locked_on(servers: &[RedisServer], name: &str) -> usize {
+    servers
+        .iter()
+        .filter(|s| s.try_cmd::<u32>(&["EXISTS", name]).unwrap_or(0) == 1)
+        .count()
+}
+
+#[test]
+fn acquirable_with_two_of_five_servers_dead_not_with_three() {
+    let mut servers = servers(5);
+    let clients = clients(&servers);
+    let red = red_lock(&clients, "report");
+    assert_eq!(red.quorum(), 3);
+
+    servers[0].stop();
+    servers[1].stop();
+    let lease = Duration::from_secs(10);
+    let guard = red
+        .try_lock_for_with_lease(Duration::from_secs(2), lease)
+        .unwrap()
+        .expect("three of five servers are a majority");
+    assert_eq!(guard.servers_held(), 3);
+    assert!(guard.validity() > Duration::ZERO && guard.validity() < lease);
+    assert_eq!(locked_on(&servers[2..], "report"), 3);
+    guard.unlock().unwrap();
+    assert_eq!(locked_on(&servers[2..], "report"), 0);
+
+    servers[2].stop();
+    let outcome = red
+        .try_lock_for_with_lease(Duration::from_millis(500), lease)
+        .unwrap();
+    assert!(outcome.is_none(), "two of five servers are no majority");
+    assert_eq!(
+        locked_on(&servers[3..], "report"),
+        0,
+        "a failed attempt left locks behind"
+    );
+}
+
+#[test]
+fn a_minority_held_elsewhere_does_not_stop_a_majority_and_nothing_leaks() {
+    let servers = servers(5);
+    let mine = clients(&servers);
+    let theirs = clients(&servers);
+    // Someone else holds the lock on two servers.
+    let _g0 = theirs[0].lock("job").lock().unwrap();
+    let _g1 = theirs[1].lock("job").lock().unwrap();
+    let guard = red_lock(&mine, "job")
+        .try_lock()
+        .unwrap()
+        .expect("majority of three free servers");
+    assert_eq!(guard.servers_held(), 3);
+    drop(guard);
+    // On three servers: no majority left, and the two free ones stay free.
+    let _g2 = theirs[2].lock("job").lock().unwrap();
+    assert!(red_lock(&mine, "job").try_lock().unwrap().is_none());
+    assert_eq!(locked_on(&servers[3..], "job"), 0);
+}
+
+#[test]
+fn redlock_holders_exclude_each_other() {
+    let servers = servers(3);
+    let url = servers[0].url();
+    let mut workers = Vec::new();
+    for t in 0..4 {
+        let red = red_lock(&clients(&servers), "counter-lock");
+        let url = url.clone();
+        workers.push(bounded::spawn(&format!("w{t}"), move || {
+            let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for _ in 0..20 {
+                let _g = red.lock_with_lease(Duration::from_secs(10)).unwrap();
+                let n: Option<i64> = redis::cmd("GET").arg("counter").query(&mut conn).unwrap();
+                redis::cmd("SET")
+                    .arg("counter")
+                    .arg(n.unwrap_or(0) + 1)
+                    .query::<()>(&mut conn)
+                    .unwrap();
+            }
+        }));
+    }
+    for w in workers {
+        w.join_within(Duration::from_secs(90));
+    }
+    assert_eq!(servers[0].cmd::<i64>(&["GET", "counter"]), 80);
+}
