@@ -1,0 +1,365 @@
+//! A short tour of redhold: two threads contending for one lock, reentrancy,
+//! a lease, and the watchdog keeping a lock alive past its timeout.
+//!
+//! Run it with `cargo run --example quickstart`. It uses `REDIS_URL` when set,
+//! else `redis://127.0.0.1:6379/`; when nothing answers there it starts a
+//! throwaway `redis-server` from PATH on a free port and stops it at the end.
+
+use std::error::Error;
+use std::fmt::Display;
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redhold::Client;
+
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
+
+type BoxResult<T> = Result<T, Box<dyn Error>>;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("\nquickstart failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> BoxResult<()> {
+    // Declared first so that it is dropped last, after every client is gone,
+    // on the error paths as well.
+    let (url, _server) = pick_server()?;
+    say("main", format_args!("connecting to {url}"));
+    let client = Client::open(&url)?;
+    // Names unique to this run, so a lock left behind by a killed earlier
+    // run (it expires within 30 s) cannot get in the way.
+    let prefix = format!("quickstart:{}", std::process::id());
+
+    contention(&client, &format!("{prefix}:report"))?;
+    reentrancy(&client, &format!("{prefix}:reentrant"))?;
+    lease(&client, &format!("{prefix}:lease"))?;
+    watchdog(&url, &format!("{prefix}:watchdog"))?;
+
+    client.shutdown()?;
+    println!("\nDone.");
+    Ok(())
+}
+
+/// Two threads want the same lock: the second waits until the first releases
+/// and is woken by Redis pub/sub right away, not by polling.
+fn contention(client: &Client, name: &str) -> BoxResult<()> {
+    heading(&format!("1. Two threads, one lock ({name})"));
+    let lock = client.lock(name);
+    let (held_tx, held_rx) = mpsc::channel::<()>();
+    let (released_tx, released_rx) = mpsc::channel::<Instant>();
+
+    let alice_lock = lock.clone();
+    let alice =
+        thread::Builder::new()
+            .name("alice".into())
+            .spawn(move || -> redhold::Result<()> {
+                let guard = alice_lock.lock()?;
+                say("alice", "got the lock; working for 1 s");
+                let _ = held_tx.send(());
+                thread::sleep(Duration::from_secs(1));
+                say("alice", "done, releasing");
+                let released = Instant::now();
+                guard.unlock()?;
+                let _ = released_tx.send(released);
+                Ok(())
+            })?;
+
+    let bob_lock = lock;
+    let bob = thread::Builder::new()
+        .name("bob".into())
+        .spawn(move || -> redhold::Result<()> {
+            // Start only once alice holds it, so that bob has to wait.
+            if held_rx.recv().is_err() {
+                return Ok(()); // alice failed; her error is reported below
+            }
+            let busy = bob_lock.try_lock()?.is_none();
+            say(
+                "bob",
+                format_args!("try_lock() -> {}", if busy { "busy" } else { "free?!" }),
+            );
+            say("bob", "calling lock(), which waits");
+            let asked = Instant::now();
+            let guard = bob_lock.lock()?;
+            let got = Instant::now();
+            say(
+                "bob",
+                format_args!("got the lock after waiting {}", secs(got - asked)),
+            );
+            if let Ok(released) = released_rx.recv() {
+                say(
+                    "bob",
+                    format_args!(
+                        "that is {:.1} ms after alice started to release it",
+                        got.saturating_duration_since(released).as_secs_f64() * 1000.0
+                    ),
+                );
+            }
+            guard.unlock()
+        })?;
+
+    alice.join().map_err(|_| "alice panicked")??;
+    bob.join().map_err(|_| "bob panicked")??;
+    Ok(())
+}
+
+/// The thread that holds a lock may take it again; each guard adds one hold,
+/// and the count lives in Redis.
+fn reentrancy(client: &Client, name: &str) -> BoxResult<()> {
+    heading(&format!("2. Reentrancy ({name})"));
+    let lock = client.lock(name);
+    let outer = lock.lock()?;
+    say(
+        "main",
+        format_args!("lock()          -> hold_count = {}", lock.hold_count()?),
+    );
+    let inner = lock.lock()?;
+    say(
+        "main",
+        format_args!("lock() again    -> hold_count = {}", lock.hold_count()?),
+    );
+    inner.unlock()?;
+    say(
+        "main",
+        format_args!(
+            "inner unlock()  -> hold_count = {}, is_locked = {}",
+            lock.hold_count()?,
+            lock.is_locked()?
+        ),
+    );
+    outer.unlock()?;
+    say(
+        "main",
+        format_args!(
+            "outer unlock()  -> hold_count = {}, is_locked = {}",
+            lock.hold_count()?,
+            lock.is_locked()?
+        ),
+    );
+    Ok(())
+}
+
+/// A lease lock has no watchdog: it expires on its own after the lease.
+fn lease(client: &Client, name: &str) -> BoxResult<()> {
+    heading(&format!("3. A lease of 1 s, no watchdog ({name})"));
+    let lock = client.lock(name);
+    let guard = lock.lock_with_lease(Duration::from_secs(1))?;
+    say(
+        "main",
+        format_args!(
+            "lock_with_lease(1 s) -> remaining_lease = {}",
+            lease_text(lock.remaining_lease()?)
+        ),
+    );
+    say("main", "holding it for 1.2 s without renewing");
+    thread::sleep(Duration::from_millis(1200));
+    say(
+        "main",
+        format_args!(
+            "is_locked = {}, guard.is_held() = {}",
+            lock.is_locked()?,
+            guard.is_held()
+        ),
+    );
+    match guard.unlock() {
+        Ok(()) => say("main", "unlock() -> Ok (unexpected: the lease had run out)"),
+        Err(e) => say("main", format_args!("unlock() -> Err: {e}")),
+    }
+    Ok(())
+}
+
+/// With no lease, the client's watchdog renews the lock every third of its
+/// timeout for as long as the guard lives.
+fn watchdog(url: &str, name: &str) -> BoxResult<()> {
+    heading(&format!("4. The watchdog, with a 2 s timeout ({name})"));
+    let client = Client::builder()
+        .url(url)
+        .watchdog_timeout(Duration::from_secs(2))
+        .build()?;
+    let lock = client.lock(name);
+    let guard = lock.lock()?;
+    say("main", "lock() with no lease; holding it for 5 s");
+    for _ in 0..5 {
+        thread::sleep(Duration::from_secs(1));
+        say(
+            "main",
+            format_args!(
+                "remaining_lease = {}, guard.is_held() = {}",
+                lease_text(lock.remaining_lease()?),
+                guard.is_held()
+            ),
+        );
+    }
+    guard.unlock()?;
+    say(
+        "main",
+        format_args!(
+            "unlocked after 5 s, well past the 2 s timeout; is_locked = {}",
+            lock.is_locked()?
+        ),
+    );
+    client.shutdown()?;
+    Ok(())
+}
+
+// --- output -----------------------------------------------------------------
+
+fn start() -> Instant {
+    static START: OnceLock<Instant> = OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+fn heading(title: &str) {
+    println!("\n{title}");
+}
+
+/// Prints one line of the timeline: seconds since start, who, what.
+fn say(who: &str, what: impl Display) {
+    println!(
+        "  [{:>6.3} s] {who:<5} {what}",
+        start().elapsed().as_secs_f64()
+    );
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+fn lease_text(lease: Option<Duration>) -> String {
+    lease.map_or_else(|| "none (not locked)".to_string(), secs)
+}
+
+// --- finding or starting a Redis server -------------------------------------
+
+/// Picks the server to talk to; starts a throwaway one when nothing answers
+/// at the default address.
+fn pick_server() -> BoxResult<(String, Option<Throwaway>)> {
+    start();
+    if let Ok(url) = std::env::var("REDIS_URL") {
+        return Ok((url, None));
+    }
+    let default = SocketAddr::from((Ipv4Addr::LOCALHOST, 6379));
+    if TcpStream::connect_timeout(&default, Duration::from_millis(300)).is_ok() {
+        return Ok((DEFAULT_URL.to_string(), None));
+    }
+    say(
+        "main",
+        "nothing answers at 127.0.0.1:6379; starting a throwaway redis-server",
+    );
+    let server = Throwaway::start()?;
+    let url = format!("redis://127.0.0.1:{}/", server.port);
+    Ok((url, Some(server)))
+}
+
+/// A `redis-server` child process in a temp dir; killed and cleaned up on drop.
+#[derive(Debug)]
+struct Throwaway {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Throwaway {
+    fn start() -> BoxResult<Throwaway> {
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+            .local_addr()?
+            .port();
+        let dir = std::env::temp_dir().join(format!("redhold-quickstart-{}", std::process::id()));
+        fs::create_dir_all(&dir)?;
+        let log = dir.join("log");
+        let spawned = Command::new("redis-server")
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&dir);
+                if e.kind() == ErrorKind::NotFound {
+                    return Err(NO_REDIS.into());
+                }
+                return Err(format!("cannot run redis-server: {e}").into());
+            }
+        };
+        // From here on, Drop kills the child and removes the dir.
+        let mut server = Throwaway { child, port, dir };
+        server.wait_ready(&log)?;
+        say(
+            "main",
+            format_args!(
+                "redis-server (pid {}) is up on port {port}",
+                server.child.id()
+            ),
+        );
+        Ok(server)
+    }
+
+    /// Waits (at most 10 s) until our server logged that it is ready and
+    /// answers PING.
+    fn wait_ready(&mut self, log: &PathBuf) -> BoxResult<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let log = fs::read_to_string(log).unwrap_or_default();
+                return Err(format!("redis-server exited with {status}; its log:\n{log}").into());
+            }
+            let ready = fs::read_to_string(log)
+                .map(|l| l.contains("Ready to accept connections"))
+                .unwrap_or(false);
+            if ready && ping(addr) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err("redis-server did not become ready within 10 s".into());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Throwaway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = fs::remove_dir_all(&self.dir);
+        // Not println!: a closed stdout must not turn into a panic in Drop.
+        let _ = writeln!(std::io::stdout(), "(stopped the throwaway redis-server)");
+    }
+}
+
+const NO_REDIS: &str = "nothing answers at redis://127.0.0.1:6379/ and there is no \
+redis-server on PATH to start.
+Either point REDIS_URL at a Redis server, or install Redis 6.2 or later:
+    Debian/Ubuntu:  sudo apt-get install redis-server
+    macOS:          brew install redis
+then run `cargo run --example quickstart` again.";
+
+fn ping(addr: SocketAddr) -> bool {
+    let timeout = Duration::from_millis(200);
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, timeout) else {
+        return false;
+    };
+    let mut reply = [0u8; 7];
+    stream.set_read_timeout(Some(timeout)).is_ok()
+        && stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}

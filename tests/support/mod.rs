@@ -1,0 +1,424 @@
+//! Test support: real `redis-server` processes, each on a free port in its own
+//! temp dir, stopped by pid and cleaned up when dropped.
+//!
+//! Every test binary pulls this in with `mod support;` and uses a subset of
+//! it, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What a test sees when `redis-server` is missing: never a silent skip.
+const NOT_FOUND: &str = "redis-server not found on PATH: tests need Redis 6.2 or later. \
+     Install it with `sudo apt-get install redis-server` (Debian/Ubuntu) or \
+     `brew install redis` (macOS).";
+
+/// How long a fresh server may take to answer PING (it usually takes ~60 ms).
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connect timeout for clients built by the helpers: the server is local, so
+/// anything slower means it is down, and the test should hear so quickly.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often a fresh port is tried when another process grabbed ours between
+/// picking it and the server binding it.
+const START_ATTEMPTS: usize = 5;
+
+/// A `redis-server` child process owned by one test.
+///
+/// Dropping it kills the process and removes its directory.
+#[derive(Debug)]
+pub(crate) struct RedisServer {
+    /// Process id of the running server (changes after [`start_again`](Self::start_again)).
+    pub(crate) pid: u32,
+    port: u16,
+    dir: PathBuf,
+    extra_args: Vec<String>,
+    password: Option<String>,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a server with the standard arguments and waits until it answers.
+    ///
+    /// # Panics
+    ///
+    /// If `redis-server` is not on PATH, is older than 6.2, or does not answer
+    /// PING within 10 s (the panic message includes its log).
+    pub(crate) fn start() -> RedisServer {
+        RedisServer::start_with_args(&[])
+    }
+
+    /// Starts a server with `extra` appended to the standard arguments, e.g.
+    /// `&["--requirepass", "secret"]`.
+    ///
+    /// A `--requirepass` value is remembered: [`url`](Self::url) carries it,
+    /// [`url_without_password`](Self::url_without_password) does not.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub(crate) fn start_with_args(extra: &[&str]) -> RedisServer {
+        check_version();
+        let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let password = extra_args
+            .iter()
+            .position(|a| a == "--requirepass")
+            .and_then(|i| extra_args.get(i + 1))
+            .cloned();
+        let mut server = RedisServer {
+            pid: 0,
+            port: 0,
+            dir: fresh_dir(),
+            extra_args,
+            password,
+            child: None,
+        };
+        let mut last_failure = String::new();
+        for _ in 0..START_ATTEMPTS {
+            server.port = free_port();
+            match server.spawn_and_wait() {
+                Ok(()) => return server,
+                Err(failure) => {
+                    server.kill();
+                    // Only a lost race for the port is worth another try.
+                    let retry = failure.contains("Address already in use");
+                    last_failure = failure;
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("could not start redis-server: {last_failure}");
+    }
+
+    /// The port the server listens on (kept across [`stop`](Self::stop) and
+    /// [`start_again`](Self::start_again)).
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>/`, with the `--requirepass` password if any.
+    pub(crate) fn url(&self) -> String {
+        match &self.password {
+            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}/", self.port),
+            None => self.url_without_password(),
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/` even when the server wants a password.
+    pub(crate) fn url_without_password(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The server's working directory (holds `log`).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's log so far, for assertion messages.
+    pub(crate) fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("log")).unwrap_or_default()
+    }
+
+    /// Whether the process is still alive (it may have been stopped or have died).
+    pub(crate) fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// A builder for a redhold client on this server, with a short connect
+    /// timeout; tests add their own settings before `build()`.
+    pub(crate) fn builder(&self) -> redhold::ClientBuilder {
+        redhold::Client::builder()
+            .url(self.url())
+            .connect_timeout(CONNECT_TIMEOUT)
+    }
+
+    /// A redhold client on this server with default settings.
+    ///
+    /// # Panics
+    ///
+    /// If the client cannot be built.
+    pub(crate) fn client(&self) -> redhold::Client {
+        self.builder()
+            .build()
+            .unwrap_or_else(|e| panic!("redhold client for {}: {e}", self.url()))
+    }
+
+    /// A redhold client on this server whose watchdog timeout is `timeout`.
+    ///
+    /// # Panics
+    ///
+    /// If the client cannot be built.
+    pub(crate) fn client_with_watchdog(&self, timeout: Duration) -> redhold::Client {
+        self.builder()
+            .watchdog_timeout(timeout)
+            .build()
+            .unwrap_or_else(|e| panic!("redhold client for {}: {e}", self.url()))
+    }
+
+    /// A plain redis-rs connection, for looking at keys behind redhold's back.
+    ///
+    /// # Panics
+    ///
+    /// If the server cannot be reached.
+    pub(crate) fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(CONNECT_TIMEOUT))
+            .unwrap_or_else(|e| panic!("redis connection to {}: {e}", self.url()))
+    }
+
+    /// Sends one raw command and returns the error instead of panicking.
+    pub(crate) fn try_cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> redis::RedisResult<T> {
+        let (name, rest) = args.split_first().expect("try_cmd needs a command name");
+        let mut cmd = redis::cmd(name);
+        for arg in rest {
+            cmd.arg(*arg);
+        }
+        let mut con =
+            redis::Client::open(self.url())?.get_connection_with_timeout(CONNECT_TIMEOUT)?;
+        cmd.query(&mut con)
+    }
+
+    /// Sends one raw command, e.g. `server.cmd::<Option<u32>>(&["HGET", "k", field])`.
+    ///
+    /// # Panics
+    ///
+    /// If the command fails.
+    pub(crate) fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        self.try_cmd(args)
+            .unwrap_or_else(|e| panic!("{args:?} on {}: {e}", self.url()))
+    }
+
+    /// Makes the server hold every client command for `duration`
+    /// (`CLIENT PAUSE <ms> ALL`), to simulate a stalled server.
+    ///
+    /// # Panics
+    ///
+    /// If the command fails.
+    pub(crate) fn pause_for(&self, duration: Duration) {
+        let ms = duration.as_millis().max(1).to_string();
+        self.cmd::<()>(&["CLIENT", "PAUSE", &ms, "ALL"]);
+    }
+
+    /// Freezes the process with SIGSTOP: connections stay open but nothing
+    /// answers, unlike [`pause_for`](Self::pause_for) which still accepts
+    /// connections. Undo with [`thaw`](Self::thaw).
+    pub(crate) fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a process frozen by [`freeze`](Self::freeze).
+    pub(crate) fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Kills the server and waits for it to exit; the port and dir are kept
+    /// for [`start_again`](Self::start_again).
+    pub(crate) fn stop(&mut self) {
+        self.kill();
+    }
+
+    /// Starts the server again on the same port after [`stop`](Self::stop).
+    ///
+    /// # Panics
+    ///
+    /// If it is still running, or does not come back within 10 s (for
+    /// example because another process took the port meanwhile).
+    pub(crate) fn start_again(&mut self) {
+        assert!(
+            !self.is_running(),
+            "start_again: redis-server on port {} is still running",
+            self.port
+        );
+        self.child = None;
+        if let Err(failure) = self.spawn_and_wait() {
+            self.kill();
+            panic!(
+                "could not restart redis-server on port {}: {failure}",
+                self.port
+            );
+        }
+    }
+
+    fn spawn_and_wait(&mut self) -> Result<(), String> {
+        let port = self.port.to_string();
+        let dir = self.dir.to_string_lossy().into_owned();
+        let logfile = self.dir.join("log").to_string_lossy().into_owned();
+        // Errors in the arguments go to stdout before the log file is opened.
+        let output = File::create(self.dir.join("output"))
+            .map_err(|e| format!("cannot create {}/output: {e}", self.dir.display()))?;
+        let output2 = output
+            .try_clone()
+            .map_err(|e| format!("cannot clone output file handle: {e}"))?;
+        let log_start = self.log().len();
+        let spawned = Command::new("redis-server")
+            .args([
+                "--port",
+                &port,
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--dir", &dir, "--logfile", &logfile])
+            .args(&self.extra_args)
+            .stdin(Stdio::null())
+            .stdout(output)
+            .stderr(output2)
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) if e.kind() == ErrorKind::NotFound => panic!("{NOT_FOUND}"),
+            Err(e) => panic!("cannot run redis-server: {e}"),
+        };
+        self.pid = child.id();
+        self.child = Some(child);
+        self.wait_ready(log_start)
+    }
+
+    /// Waits until our process has logged that it is ready and the port
+    /// answers PING. The log check matters: after a lost race for the port,
+    /// PING could be answered by somebody else's server. Only the part of the
+    /// log written after `log_start` counts, since a restart appends to it.
+    fn wait_ready(&mut self, log_start: usize) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
+                return Err(format!(
+                    "redis-server on port {} exited with {status}\n--- output ---\n{}\n--- log ---\n{}",
+                    self.port,
+                    fs::read_to_string(self.dir.join("output")).unwrap_or_default(),
+                    self.log()
+                ));
+            }
+            let logged_ready = self
+                .log()
+                .get(log_start..)
+                .is_some_and(|new| new.contains("Ready to accept connections"));
+            // Any reply will do: with a password the server answers NOAUTH.
+            if logged_ready && ping(addr).is_some() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "redis-server on port {} was not ready within {READY_TIMEOUT:?}\n--- log ---\n{}",
+                    self.port,
+                    self.log()
+                ));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        if self.child.is_none() {
+            return;
+        }
+        let status = Command::new("kill")
+            .arg(sig)
+            .arg(self.pid.to_string())
+            .status();
+        assert!(
+            matches!(status, Ok(s) if s.success()),
+            "kill {sig} {} failed: {status:?}",
+            self.pid
+        );
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends `PING` on a raw socket and returns the first reply line, if any.
+fn ping(addr: SocketAddr) -> Option<String> {
+    let timeout = Duration::from_millis(200);
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
+    stream.write_all(b"PING\r\n").ok()?;
+    let mut buf = [0u8; 128];
+    let n = stream.read(&mut buf).ok()?;
+    let reply = String::from_utf8_lossy(&buf[..n]).into_owned();
+    reply.contains("\r\n").then_some(reply)
+}
+
+/// A port that was free a moment ago (the OS picks it for 127.0.0.1:0).
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot bind 127.0.0.1:0 to find a free port")
+}
+
+/// A new, empty directory under the system temp dir.
+fn fresh_dir() -> PathBuf {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("redhold-test-{}-{n}-{nanos}", std::process::id()));
+    fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}
+
+/// Panics once per test binary when `redis-server` is missing or too old.
+fn check_version() {
+    static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = CHECKED.get_or_init(|| {
+        let out = match Command::new("redis-server").arg("--version").output() {
+            Ok(out) => out,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(NOT_FOUND.to_string()),
+            Err(e) => return Err(format!("cannot run `redis-server --version`: {e}")),
+        };
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        match parse_version(&text) {
+            Some((major, minor)) if (major, minor) >= (6, 2) => Ok(()),
+            Some((major, minor)) => Err(format!(
+                "redis-server on PATH is {major}.{minor}: tests need Redis 6.2 or later"
+            )),
+            None => Err(format!(
+                "cannot read the version from `redis-server --version`: {text:?}"
+            )),
+        }
+    });
+    if let Err(message) = result {
+        panic!("{message}");
+    }
+}
+
+/// Reads `(major, minor)` from `Redis server v=7.0.15 sha=...`.
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let version = text.split_whitespace().find_map(|w| w.strip_prefix("v="))?;
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
