@@ -341,7 +341,8 @@ impl<K: LockKind> Lock<K> {
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
     ) -> Result<Option<LockGuard<K>>> {
-        let deadline = wait.map(|w| Instant::now() + w);
+        // A wait too long to represent is no wait limit at all.
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let left = |now: Instant| deadline.map(|d| d.saturating_duration_since(now));
         let confirm_for = left(Instant::now()).unwrap_or(Duration::MAX);
         let subscription = self
@@ -350,12 +351,25 @@ impl<K: LockKind> Lock<K> {
             .wait_channel(field)
             .map(|channel| self.client.pubsub().subscribe(&channel, confirm_for));
         let mut failures = 0u32;
+        // Whether the last park ended with a wake-up handed to this waiter:
+        // leaving without trying the lock must pass it on to the next one.
+        let mut handed_wake_up = false;
+        let pass_on = |handed: bool| {
+            if let (true, Some(subscription)) = (handed, &subscription) {
+                subscription.pass_on();
+            }
+        };
         loop {
             if interrupt.is_some_and(Interrupt::is_triggered) {
+                pass_on(handed_wake_up);
                 return Err(self.interrupted());
             }
             let started = Instant::now();
-            let ttl = match self.try_acquire(lease_ms, field, true)? {
+            let attempt = self.try_acquire(lease_ms, field, true);
+            if attempt.is_err() {
+                pass_on(handed_wake_up);
+            }
+            let ttl = match attempt? {
                 Attempt::Acquired(grant) => {
                     let field = Arc::clone(field);
                     return Ok(Some(self.guard(lease, lease_ms, field, started, grant)));
@@ -388,6 +402,7 @@ impl<K: LockKind> Lock<K> {
             if woke == Wake::Interrupted {
                 return Err(self.interrupted());
             }
+            handed_wake_up = woke == Wake::Notified;
         }
     }
 

@@ -144,7 +144,7 @@ impl MultiLock {
                 reason: "a multi-lock needs at least one lock".into(),
             });
         }
-        let deadline = wait.map(|w| Instant::now() + w);
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         // The lock to wait for first: the one found busy in the last round.
         let mut first = 0;
         loop {

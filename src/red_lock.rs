@@ -171,7 +171,7 @@ impl RedLock {
         });
         // Clock drift allowance, as in the RedLock description: 1% + 2 ms.
         let drift = ttl / 100 + Duration::from_millis(2);
-        let deadline = wait.map(|w| Instant::now() + w);
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         loop {
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 return Err(Error::Interrupted {

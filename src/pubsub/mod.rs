@@ -148,6 +148,11 @@ impl Subscription<'_> {
     pub(crate) fn park(&self, timeout: Duration, interrupt: Option<&Interrupt>) -> Wake {
         self.channel.park(timeout, interrupt)
     }
+
+    /// Hands a wake-up this waiter received but will not use to the next one.
+    pub(crate) fn pass_on(&self) {
+        self.channel.wake_one();
+    }
 }
 
 impl Drop for Subscription<'_> {

@@ -1,0 +1,180 @@
+//! The watchdog: it keeps a lock taken without a lease alive past the
+//! watchdog timeout, stops renewing once the lock is released, and reports a
+//! lock deleted under it (guard, release error, `on_lock_lost` callback).
+//!
+//! Every client here uses a 1 s watchdog timeout, renewed every ~333 ms.
+
+mod bounded;
+mod support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redhold::Error;
+use support::RedisServer;
+
+const TIMEOUT: Duration = Duration::from_secs(1);
+
+fn pttl(server: &RedisServer, name: &str) -> i64 {
+    server.cmd(&["PTTL", name])
+}
+
+fn only_field(server: &RedisServer, name: &str) -> String {
+    let all: HashMap<String, String> = server.cmd(&["HGETALL", name]);
+    assert_eq!(all.len(), 1, "one holder expected: {all:?}");
+    all.into_keys().next().expect("one field")
+}
+
+#[test]
+fn watchdog_keeps_the_lock_alive_past_its_timeout() {
+    let server = RedisServer::start();
+    let client = server.client_with_watchdog(TIMEOUT);
+    assert_eq!(client.watchdog_timeout(), TIMEOUT);
+    let lock = client.lock("watched");
+
+    let guard = lock.lock().unwrap();
+    let ttl = pttl(&server, "watched");
+    assert!(ttl > 0 && ttl <= 1000, "PTTL {ttl} under a 1 s watchdog");
+
+    // Three times the timeout: without renewal the key would be long gone.
+    let until = Instant::now() + 3 * TIMEOUT;
+    while Instant::now() < until {
+        let ttl = pttl(&server, "watched");
+        assert!(ttl > 0, "PTTL {ttl}: the watchdog let the lock lapse");
+        assert!(ttl <= 1000, "PTTL {ttl}: renewed beyond the timeout");
+        assert!(guard.is_held());
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(lock.is_held_by_current_thread().unwrap());
+    guard.unlock().expect("still ours after 3 s");
+    assert_eq!(pttl(&server, "watched"), -2, "released lock is deleted");
+}
+
+#[test]
+fn watchdog_stops_renewing_after_release() {
+    let server = RedisServer::start();
+    let client = server.client_with_watchdog(TIMEOUT);
+    let lock = client.lock("released");
+
+    let guard = lock.lock().unwrap();
+    let field = only_field(&server, "released");
+    guard.unlock().unwrap();
+    assert_eq!(pttl(&server, "released"), -2);
+
+    // Put back a hold under our field, with a long TTL, behind redhold's
+    // back. A watchdog still renewing "released" would cut its TTL to 1 s.
+    server.cmd::<()>(&["HSET", "released", &field, "1"]);
+    server.cmd::<()>(&["PEXPIRE", "released", "60000"]);
+    thread::sleep(TIMEOUT + TIMEOUT / 2);
+    let ttl = pttl(&server, "released");
+    assert!(
+        ttl > 50_000,
+        "PTTL {ttl}: the watchdog still renews a released lock"
+    );
+}
+
+#[test]
+fn partial_release_keeps_renewing_full_release_stops() {
+    let server = RedisServer::start();
+    let client = server.client_with_watchdog(TIMEOUT);
+    let lock = client.lock("nested");
+
+    let outer = lock.lock().unwrap();
+    let inner = lock.lock().unwrap();
+    inner.unlock().unwrap();
+    thread::sleep(TIMEOUT + TIMEOUT / 2);
+    assert!(
+        pttl(&server, "nested") > 0,
+        "one hold is left: the watchdog must keep renewing"
+    );
+    assert_eq!(lock.hold_count().unwrap(), 1);
+    outer.unlock().unwrap();
+    assert_eq!(pttl(&server, "nested"), -2);
+}
+
+#[test]
+fn deleted_lock_is_reported_lost_once() {
+    let server = RedisServer::start();
+    let lost: Arc<Mutex<Vec<String>>> = Arc::default();
+    let client = {
+        let lost = Arc::clone(&lost);
+        server
+            .builder()
+            .watchdog_timeout(TIMEOUT)
+            .on_lock_lost(move |name| lost.lock().unwrap().push(name.to_owned()))
+            .build()
+            .unwrap()
+    };
+    let lock = client.lock("doomed");
+    let guard = lock.lock().unwrap();
+    let mut raw = server.connection();
+    redis::cmd("DEL")
+        .arg("doomed")
+        .query::<()>(&mut raw)
+        .unwrap();
+
+    bounded::wait_until(Duration::from_secs(3), || !lost.lock().unwrap().is_empty())
+        .expect("on_lock_lost called within ~3 watchdog periods");
+    assert!(!guard.is_held(), "the guard sees the loss");
+    // Give the watchdog a few more passes: the loss is reported once.
+    thread::sleep(TIMEOUT);
+    assert_eq!(*lost.lock().unwrap(), vec!["doomed".to_owned()]);
+
+    match guard.unlock() {
+        Err(Error::LockLost { lock }) => assert_eq!(lock, "doomed"),
+        other => panic!("release of a deleted lock: expected LockLost, got {other:?}"),
+    }
+    assert_eq!(lost.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn lost_lock_taken_by_another_holder_is_not_renewed_for_them() {
+    let server = RedisServer::start();
+    let client = server.client_with_watchdog(TIMEOUT);
+    let ours = client.lock("taken-over");
+    let guard = ours.lock().unwrap();
+
+    // Delete it and let another client take it with a long lease at once.
+    server.cmd::<()>(&["DEL", "taken-over"]);
+    let theirs = server.client().lock("taken-over");
+    let their_guard = theirs.lock_with_lease(Duration::from_secs(60)).unwrap();
+
+    bounded::wait_until(Duration::from_secs(3), || !guard.is_held())
+        .expect("the watchdog notices that the lock is no longer ours");
+    let ttl = pttl(&server, "taken-over");
+    assert!(
+        ttl > 50_000,
+        "PTTL {ttl}: our watchdog touched the new holder's lease"
+    );
+    assert!(matches!(guard.unlock(), Err(Error::LockLost { .. })));
+    assert_eq!(theirs.hold_count().unwrap(), 1, "their hold is untouched");
+    their_guard.unlock().unwrap();
+}
+
+#[test]
+fn hundreds_of_held_locks_are_all_renewed() {
+    // More locks than one renewal batch holds.
+    const LOCKS: usize = 250;
+    let server = RedisServer::start();
+    let client = server.client_with_watchdog(TIMEOUT);
+    let guards: Vec<_> = (0..LOCKS)
+        .map(|i| client.lock(format!("many:{i}")).lock().unwrap())
+        .collect();
+    thread::sleep(TIMEOUT + TIMEOUT / 2);
+    let mut raw = server.connection();
+    for i in 0..LOCKS {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(format!("many:{i}"))
+            .query(&mut raw)
+            .unwrap();
+        assert!(ttl > 0, "many:{i} lapsed (PTTL {ttl})");
+    }
+    assert!(guards.iter().all(|g| g.is_held()));
+    for guard in guards {
+        guard.unlock().unwrap();
+    }
+    let left: Vec<String> = server.cmd(&["KEYS", "many:*"]);
+    assert!(left.is_empty(), "{left:?}");
+}
