@@ -46,13 +46,17 @@ end
 local pttl = redis.call('pttl', KEYS[1])
 local mine = redis.call('zscore', KEYS[3], ARGV[2])
 if mine then
-    -- Already queued. While the lock is held, look again when it expires;
-    -- while it is free but another waiter is ahead, look again when the
-    -- head's deadline passes (a release or give-up wakes us sooner).
-    if pttl > 0 then return pttl end
+    -- Already queued. Look again when the lock expires or, when another
+    -- waiter is ahead, when the head's deadline passes if that comes first:
+    -- a release wakes only the head, so a waiter behind a dead head would
+    -- otherwise sleep out the whole lock TTL after the head was due to be
+    -- dropped. A release or give-up that makes us the head wakes us sooner.
     local head = redis.call('lindex', KEYS[2], 0)
+    if not head or head == ARGV[2] then return pttl end
     local head_deadline = tonumber(redis.call('zscore', KEYS[3], head)) or now
-    return math.max(1, head_deadline - now)
+    local until_head = math.max(1, head_deadline - now)
+    if pttl > 0 then return math.min(pttl, until_head) end
+    return until_head
 end
 if ARGV[5] ~= '1' then
     return math.max(0, pttl)

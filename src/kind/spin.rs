@@ -10,6 +10,9 @@ use crate::client::Client;
 use crate::error::Result;
 use crate::names;
 
+/// The shortest pause between two attempts.
+const MIN_BACKOFF: Duration = Duration::from_millis(1);
+
 /// A lock whose waiters poll with exponential backoff instead of listening
 /// for releases: [`SpinLock`](crate::SpinLock), made by
 /// [`Client::spin_lock`](crate::Client::spin_lock).
@@ -26,10 +29,11 @@ pub struct Spin {
 }
 
 impl Spin {
-    /// The same kind with another backoff range.
+    /// The same kind with another backoff range. The first pause is at
+    /// least 1 ms: a zero backoff would hammer Redis in a tight loop.
     pub(crate) fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.initial = initial;
-        self.max = max.max(initial);
+        self.initial = initial.max(MIN_BACKOFF);
+        self.max = max.max(self.initial);
         self
     }
 }
@@ -79,5 +83,50 @@ impl KindOps for Spin {
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
         force_release_hash(at, &self.channel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spin(initial_ms: u64, max_ms: u64) -> Spin {
+        Spin {
+            channel: String::new(),
+            initial: MIN_BACKOFF,
+            max: Duration::from_millis(128),
+        }
+        .with_backoff(
+            Duration::from_millis(initial_ms),
+            Duration::from_millis(max_ms),
+        )
+    }
+
+    fn pauses_ms(spin: &Spin, n: u32) -> Vec<u128> {
+        (0..n)
+            .map(|i| spin.backoff(i).map_or(0, |d| d.as_millis()))
+            .collect()
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_maximum() {
+        assert_eq!(
+            pauses_ms(&spin(1, 128), 10),
+            [1, 2, 4, 8, 16, 32, 64, 128, 128, 128]
+        );
+        assert_eq!(
+            spin(1, 128).backoff(u32::MAX),
+            Some(Duration::from_millis(128))
+        );
+        assert_eq!(pauses_ms(&spin(5, 12), 4), [5, 10, 12, 12]);
+    }
+
+    #[test]
+    fn odd_ranges_are_made_sane() {
+        // A zero first pause would spin without pause.
+        assert_eq!(pauses_ms(&spin(0, 4), 4), [1, 2, 4, 4]);
+        assert_eq!(pauses_ms(&spin(0, 0), 2), [1, 1]);
+        // A maximum below the first pause is raised to it.
+        assert_eq!(pauses_ms(&spin(10, 2), 3), [10, 10, 10]);
     }
 }
