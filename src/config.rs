@@ -63,10 +63,21 @@ impl fmt::Debug for Config {
 
 impl Config {
     /// The longest a release latch must outlive its first attempt: every retry
-    /// of that release has been sent by then.
+    /// of that release has been sent by then. An attempt may spend the
+    /// connect timeout on a new connection before its response timeout
+    /// starts, so both count.
+    ///
+    /// Saturating and capped at a day, so that absurd settings give a long
+    /// latch instead of a panic or a TTL Redis refuses.
     pub(crate) fn unlock_latch_ttl(&self) -> Duration {
-        let attempts = self.retry_attempts + 1;
-        (self.response_timeout + self.retry_delay) * attempts + Duration::from_secs(1)
+        const LONGEST: Duration = Duration::from_secs(24 * 3600);
+        let attempts = self.retry_attempts.saturating_add(1);
+        self.connect_timeout
+            .saturating_add(self.response_timeout)
+            .saturating_mul(attempts)
+            .saturating_add(self.retry_delay.saturating_mul(self.retry_attempts))
+            .saturating_add(Duration::from_secs(1))
+            .min(LONGEST)
     }
 }
 
@@ -120,6 +131,11 @@ impl ClientBuilder {
     /// How many times a command is sent again after a transient failure
     /// (connection refused or dropped, timeout). Releases stay exactly-once
     /// across retries; see `docs/wire-format.md`.
+    ///
+    /// Together with the timeouts this bounds every call when Redis is down
+    /// or stalled: one command fails within
+    /// `(retry_attempts + 1) × (connect_timeout + response_timeout) + retry_attempts × retry_delay`
+    /// (see `docs/reliability.md`).
     ///
     /// Defaults to 3.
     pub fn retry_attempts(mut self, attempts: u32) -> Self {
@@ -194,6 +210,15 @@ impl ClientBuilder {
                 reason: "must be at least 1".into(),
             });
         }
+        // The watchdog timeout becomes every renewed lock's TTL: the same
+        // bounds as a lease.
+        lease_millis(c.watchdog_timeout).map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
+                what: "watchdog timeout",
+                reason,
+            },
+            other => other,
+        })?;
         // Redis keeps TTLs in whole milliseconds.
         if c.watchdog_timeout < Duration::from_millis(3) {
             return Err(Error::InvalidArgument {
@@ -280,6 +305,26 @@ mod tests {
         assert_eq!(lease_millis(Duration::from_millis(1)).unwrap(), 1);
         assert!(lease_millis(Duration::from_secs(365 * 24 * 3600)).is_ok());
         assert!(lease_millis(Duration::MAX).is_err());
+    }
+
+    #[test]
+    fn the_unlock_latch_outlives_every_retry() {
+        let c = Config {
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(3),
+            retry_attempts: 3,
+            retry_delay: Duration::from_millis(50),
+            ..Config::default()
+        };
+        // Four attempts, each a slow connect and a slow reply, three pauses.
+        let last_retry_by = Duration::from_millis(4 * 8000 + 3 * 50);
+        assert!(c.unlock_latch_ttl() > last_retry_by);
+        let absurd = Config {
+            response_timeout: Duration::MAX,
+            retry_attempts: u32::MAX,
+            ..c
+        };
+        assert_eq!(absurd.unlock_latch_ttl(), Duration::from_secs(24 * 3600));
     }
 
     #[test]

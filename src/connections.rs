@@ -1,7 +1,9 @@
 //! The client's command connections: a small pool, and the retry rule that
 //! every command goes through.
 
+use std::io;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redis::{Connection, ConnectionInfo, RedisResult};
@@ -36,7 +38,9 @@ impl Connections {
         let url = redact_url(&config.url);
         let client = redis::Client::open(config.url.as_str()).map_err(|e| Error::InvalidUrl {
             url: url.clone(),
-            reason: e.to_string(),
+            reason: format!(
+                "{e}; expected redis://[user:password@]host[:port][/db] or redis+unix:///path"
+            ),
         })?;
         if !client.get_connection_info().addr().is_supported() {
             return Err(Error::InvalidUrl {
@@ -50,7 +54,7 @@ impl Connections {
             idle: Mutex::new(Vec::new()),
             config: config.clone(),
         };
-        let mut first = pool.connect().map_err(|source| Error::Connect {
+        let mut first = pool.connect(None).map_err(|source| Error::Connect {
             url: url.clone(),
             source,
         })?;
@@ -70,15 +74,25 @@ impl Connections {
     /// dropped, timed out) drops the connection and is retried up to
     /// `retry_attempts` times after `retry_delay`; any other error is returned
     /// at once. `op` must be safe to repeat (see the release latch).
-    pub(crate) fn run<T>(
+    pub(crate) fn run<T>(&self, op: impl FnMut(&mut Connection) -> RedisResult<T>) -> Result<T> {
+        self.run_until(None, op)
+    }
+
+    /// Like [`run`](Self::run), but gives up at `deadline` when one is given:
+    /// no attempt starts after it, and each attempt's connect and response
+    /// timeouts are cut to the time left. The watchdog needs this: a renewal
+    /// still waiting for a stalled server when the lease runs out must not
+    /// keep it from reporting the lock lost.
+    pub(crate) fn run_until<T>(
         &self,
+        deadline: Option<Instant>,
         mut op: impl FnMut(&mut Connection) -> RedisResult<T>,
     ) -> Result<T> {
         let mut retries_left = self.config.retry_attempts;
         loop {
-            match self.run_once(&mut op) {
+            match self.run_once(deadline, &mut op) {
                 Ok(value) => return Ok(value),
-                Err(e) if is_transient(&e) && retries_left > 0 => {
+                Err(e) if is_transient(&e) && retries_left > 0 && self.may_retry(deadline) => {
                     retries_left -= 1;
                     log::debug!("redis command failed ({e}); retrying");
                     thread::sleep(self.config.retry_delay);
@@ -88,11 +102,31 @@ impl Connections {
         }
     }
 
+    /// Whether a retry after the retry delay still starts before `deadline`.
+    fn may_retry(&self, deadline: Option<Instant>) -> bool {
+        deadline.is_none_or(|d| {
+            Instant::now()
+                .checked_add(self.config.retry_delay)
+                .is_some_and(|retry_at| retry_at < d)
+        })
+    }
+
     fn run_once<T>(
         &self,
+        deadline: Option<Instant>,
         op: &mut impl FnMut(&mut Connection) -> RedisResult<T>,
     ) -> RedisResult<T> {
-        let mut conn = self.checkout()?;
+        let left = match deadline {
+            None => None,
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Err(deadline_passed()),
+            },
+        };
+        let mut conn = self.checkout(left)?;
+        if let Some(left) = left {
+            set_timeouts(&conn, self.config.response_timeout.min(left))?;
+        }
         let result = op(&mut conn);
         match &result {
             Err(e) if is_transient(e) => {
@@ -100,16 +134,23 @@ impl Connections {
                 // other idle connections are likely dead too.
                 self.idle.lock().clear();
             }
-            _ => self.checkin(conn),
+            // A connection whose timeouts were cut gets the full ones back
+            // before anyone else uses it.
+            _ if left.is_none() || set_timeouts(&conn, self.config.response_timeout).is_ok() => {
+                self.checkin(conn)
+            }
+            _ => {}
         }
         result
     }
 
-    fn checkout(&self) -> RedisResult<Connection> {
+    /// An idle connection, or a new one opened within the connect timeout
+    /// (cut to `left` when given).
+    fn checkout(&self, left: Option<Duration>) -> RedisResult<Connection> {
         if let Some(conn) = self.idle.lock().pop() {
             return Ok(conn);
         }
-        self.connect()
+        self.connect(left)
     }
 
     fn checkin(&self, conn: Connection) {
@@ -119,12 +160,13 @@ impl Connections {
         }
     }
 
-    fn connect(&self) -> RedisResult<Connection> {
-        let conn = self
-            .client
-            .get_connection_with_timeout(self.config.connect_timeout)?;
-        conn.set_read_timeout(Some(self.config.response_timeout))?;
-        conn.set_write_timeout(Some(self.config.response_timeout))?;
+    fn connect(&self, left: Option<Duration>) -> RedisResult<Connection> {
+        let connect_timeout = match left {
+            Some(left) => self.config.connect_timeout.min(left),
+            None => self.config.connect_timeout,
+        };
+        let conn = self.client.get_connection_with_timeout(connect_timeout)?;
+        set_timeouts(&conn, self.config.response_timeout)?;
         Ok(conn)
     }
 
@@ -132,4 +174,20 @@ impl Connections {
     pub(crate) fn close_idle(&self) {
         self.idle.lock().clear();
     }
+}
+
+/// Sets how long one read or write on `conn` may block.
+fn set_timeouts(conn: &Connection, timeout: Duration) -> RedisResult<()> {
+    conn.set_read_timeout(Some(timeout))?;
+    conn.set_write_timeout(Some(timeout))
+}
+
+/// The error of an attempt that would start after its deadline: a timeout,
+/// like any attempt cut short by one.
+fn deadline_passed() -> redis::RedisError {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "no time left before the deadline for this command",
+    )
+    .into()
 }

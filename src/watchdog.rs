@@ -106,7 +106,13 @@ impl Renewer {
                 None
             } else {
                 report.round_trips += 1;
-                match self.renew_batch(batch, timeout_ms) {
+                // Waiting for an answer past the first lease's end would
+                // only delay reporting that lock lost.
+                let deadline = batch
+                    .iter()
+                    .filter_map(|record| record.last_confirmed().checked_add(self.timeout))
+                    .min();
+                match self.renew_batch(batch, timeout_ms, deadline) {
                     Ok(flags) if flags.len() == batch.len() => Some(flags),
                     Ok(flags) => {
                         log::error!(
@@ -132,8 +138,9 @@ impl Renewer {
                     }
                     Some(false) => true,
                     // No answer: the lock lives in Redis until its TTL, counted
-                    // from the last confirmation, runs out.
-                    None => started.duration_since(record.last_confirmed()) >= self.timeout,
+                    // from the last confirmation, runs out. Judged now, not at
+                    // `started`: the failed attempt may have taken a while.
+                    None => record.last_confirmed().elapsed() >= self.timeout,
                 };
                 if lost && self.renewals.mark_lost(record) {
                     lost_names.push(Arc::clone(&record.name));
@@ -155,8 +162,13 @@ impl Renewer {
         report
     }
 
-    fn renew_batch(&self, batch: &[Arc<HoldRecord>], timeout_ms: u64) -> Result<Vec<bool>> {
-        self.connections.run(|conn| {
+    fn renew_batch(
+        &self,
+        batch: &[Arc<HoldRecord>],
+        timeout_ms: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<bool>> {
+        self.connections.run_until(deadline, |conn| {
             let mut call = scripts::RENEW.prepare_invoke();
             call.arg(timeout_ms);
             for record in batch {

@@ -112,8 +112,14 @@ pub(crate) struct Writer {
     stream: Mutex<Option<Stream>>,
 }
 
-/// Opens a pub/sub connection and authenticates it. The reader wakes up every
-/// `tick` with `Ok(None)` so that its owner can do housekeeping.
+/// Opens a pub/sub connection, authenticates it and checks with a PING that
+/// the server serves it. The reader wakes up every `tick` with `Ok(None)` so
+/// that its owner can do housekeeping.
+///
+/// The PING matters after a disconnection: a server that accepts the socket
+/// and then refuses the client (`maxclients` reached) or does not answer at
+/// all (stalled) must count as a failed attempt, to be retried with
+/// backoff, not as a connection that then fails at once, again and again.
 pub(crate) fn connect(
     info: &ConnectionInfo,
     connect_timeout: Duration,
@@ -135,25 +141,49 @@ pub(crate) fn connect(
             args.push(user.as_bytes());
         }
         args.push(password.as_bytes());
-        writer.write_all(&resp::command(&args))?;
-        match reader.next()? {
-            Some(Frame::Simple(_)) => {}
-            Some(Frame::Error(e)) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    String::from_utf8_lossy(&e).into_owned(),
-                ))
-            }
-            other => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("unexpected reply to AUTH: {other:?}"),
-                ))
-            }
-        }
+        handshake(
+            &mut reader,
+            &mut writer,
+            &args,
+            io::ErrorKind::PermissionDenied,
+        )?;
     }
+    handshake(
+        &mut reader,
+        &mut writer,
+        &[b"PING"],
+        io::ErrorKind::ConnectionRefused,
+    )?;
     reader.stream.set_read_timeout(Some(tick))?;
     Ok((reader, writer))
+}
+
+/// Sends one command during connection setup and expects a simple-string
+/// reply (`+OK`, `+PONG`) within the read timeout. An error reply becomes an
+/// I/O error of kind `refused`.
+fn handshake(
+    reader: &mut Reader,
+    writer: &mut Stream,
+    args: &[&[u8]],
+    refused: io::ErrorKind,
+) -> io::Result<()> {
+    writer.write_all(&resp::command(args))?;
+    let name = String::from_utf8_lossy(args[0]);
+    match reader.next()? {
+        Some(Frame::Simple(_)) => Ok(()),
+        Some(Frame::Error(e)) => Err(io::Error::new(
+            refused,
+            String::from_utf8_lossy(&e).into_owned(),
+        )),
+        None => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the server did not answer {name} in time"),
+        )),
+        Some(other) => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected reply to {name}: {other:?}"),
+        )),
+    }
 }
 
 impl Reader {

@@ -74,7 +74,8 @@ struct ChannelState {
     /// When the last waiter left, for the linger.
     idle_since: Option<Instant>,
     /// Wake every waiter when the next confirmation arrives: the connection
-    /// was lost, so releases may have gone unannounced.
+    /// was lost, or a waiter stopped waiting for the confirmation, so
+    /// releases may have gone unheard.
     wake_all_on_confirm: bool,
 }
 
@@ -206,12 +207,21 @@ impl Channel {
     }
 
     /// Waits up to `timeout` for the subscription to be confirmed.
+    ///
+    /// When it is not, the caller goes on to check the lock and park without
+    /// it, and a release announced before the subscription takes effect is
+    /// never heard; so the confirmation, when it comes, wakes every waiter
+    /// to check again.
     pub(crate) fn wait_subscribed(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut st = self.state.lock();
         while st.sub != SubState::Subscribed {
             if self.confirmed.wait_until(&mut st, deadline).timed_out() {
-                return st.sub == SubState::Subscribed;
+                if st.sub == SubState::Subscribed {
+                    return true;
+                }
+                st.wake_all_on_confirm = true;
+                return false;
             }
         }
         true

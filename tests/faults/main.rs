@@ -1,0 +1,20 @@
+//! Fault tests on real `redis-server` processes: what redhold promises when a
+//! holder dies, connections are killed, the server stops, stalls or talks
+//! garbage. One fault per file; `docs/reliability.md` says which promise each
+//! test proves. Every wait is bounded, so a broken promise fails the test
+//! instead of hanging it.
+
+#[path = "../bounded/mod.rs"]
+mod bounded;
+#[path = "../support/child.rs"]
+mod child;
+mod common;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod channel_garbage;
+mod holder_killed;
+mod pubsub_killed;
+mod server_restart;
+mod server_stall;
+mod watchdog_cut_off;

@@ -1,0 +1,146 @@
+//! The server stopped while a lock is held and threads wait for it, then
+//! started again on the same port (without persistence, so it comes back
+//! empty). While it is down every call fails within the configured timeouts
+//! (promise 4); the holder learns that its lock is gone (promise 5); and
+//! afterwards the same client works again, wake-ups included, with no
+//! restart of the client (promise 3).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redhold::Error;
+
+use crate::bounded;
+use crate::common::{channel_of, exists, wait_for_subscribers, PROMPTLY};
+use crate::support::RedisServer;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+const RETRIES: u32 = 2;
+const RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// The longest one call may take against an unreachable server: every
+/// attempt may spend the connect timeout and then the response timeout.
+fn call_bound() -> Duration {
+    (CONNECT_TIMEOUT + RESPONSE_TIMEOUT) * (RETRIES + 1) + RETRY_DELAY * RETRIES
+}
+
+/// Slack for a busy machine on top of [`call_bound`].
+const SLACK: Duration = Duration::from_secs(2);
+
+/// Runs `call` and checks that it failed with a connection error within
+/// the bound.
+#[track_caller]
+fn fails_in_time<T: std::fmt::Debug>(what: &str, call: impl FnOnce() -> redhold::Result<T>) {
+    let started = Instant::now();
+    let result = call();
+    let took = started.elapsed();
+    match result {
+        Err(e) => assert!(
+            e.is_connection_error(),
+            "{what}: expected a connection error, got {e:?}"
+        ),
+        Ok(value) => panic!("{what} succeeded with the server down: {value:?}"),
+    }
+    assert!(
+        took <= call_bound() + SLACK,
+        "{what} took {took:?} to fail, bound {:?}",
+        call_bound()
+    );
+}
+
+#[test]
+fn calls_fail_in_time_while_the_server_is_down_and_the_client_recovers() {
+    let mut server = RedisServer::start();
+    let client = server
+        .builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .response_timeout(RESPONSE_TIMEOUT)
+        .retry_attempts(RETRIES)
+        .retry_delay(RETRY_DELAY)
+        .build()
+        .expect("client");
+    let name = "restart";
+    let lock = client.lock(name);
+    let guard = lock.lock().expect("lock before the outage");
+
+    let waiters: Vec<_> = (0..2)
+        .map(|i| {
+            let lock = lock.clone();
+            bounded::spawn(&format!("waiter {i}"), move || {
+                let result = lock.lock().map(drop);
+                (result, Instant::now())
+            })
+        })
+        .collect();
+    wait_for_subscribers(&server, &channel_of(name), 1);
+    for waiter in &waiters {
+        waiter.assert_running_for(Duration::from_millis(100));
+    }
+
+    server.stop();
+    let stopped = Instant::now();
+
+    // The waiters hear the pub/sub connection drop, try again, and fail.
+    for waiter in waiters {
+        let (result, ended) = waiter.join_within(call_bound() + SLACK + PROMPTLY);
+        match result {
+            Err(e) => assert!(e.is_connection_error(), "waiter: {e:?}"),
+            Ok(()) => panic!("a waiter got the lock with the server down"),
+        }
+        let took = ended.duration_since(stopped);
+        assert!(
+            took <= call_bound() + SLACK,
+            "a waiter took {took:?} to notice the server was down"
+        );
+    }
+
+    fails_in_time("is_locked", || lock.is_locked());
+    fails_in_time("try_lock", || lock.try_lock().map(|g| g.is_some()));
+    fails_in_time("lock of another name", || {
+        client.lock("restart-other").lock().map(drop)
+    });
+    fails_in_time("try_lock_for", || {
+        lock.try_lock_for(Duration::from_secs(1))
+            .map(|g| g.is_some())
+    });
+    fails_in_time("hold_count", || lock.hold_count());
+    fails_in_time("force_unlock", || lock.force_unlock());
+    let started = Instant::now();
+    match server.builder().connect_timeout(CONNECT_TIMEOUT).build() {
+        Err(Error::Connect { .. }) => {}
+        other => panic!("a new client with the server down: {other:?}"),
+    }
+    assert!(started.elapsed() <= CONNECT_TIMEOUT + SLACK);
+
+    // Long enough for the subscriber's reconnect backoff to reach its cap.
+    thread::sleep(Duration::from_secs(2).saturating_sub(stopped.elapsed()));
+    server.start_again();
+
+    // The restarted server has no data: the hold is gone, and the release
+    // says so instead of pretending it worked.
+    match guard.unlock() {
+        Err(Error::LockLost { lock }) => assert_eq!(lock, name),
+        other => panic!("releasing a lock the restart wiped: {other:?}"),
+    }
+
+    // The same client hands a lock over from one thread to another, woken
+    // by pub/sub (the lease is 30 s, so a prompt hand-over is a wake-up).
+    let after = client.lock("restart-after");
+    let holder = after.lock().expect("lock after the restart");
+    let waiter = {
+        let after = after.clone();
+        bounded::spawn("waiter after the restart", move || {
+            let guard = after.lock().expect("waiter after the restart: lock");
+            let acquired = Instant::now();
+            guard.unlock().expect("waiter after the restart: unlock");
+            acquired
+        })
+    };
+    waiter.assert_running_for(Duration::from_millis(700));
+    holder.unlock().expect("unlock after the restart");
+    let released = Instant::now();
+    let waited = waiter.join_within(PROMPTLY).duration_since(released);
+    assert!(waited < PROMPTLY, "the hand-over took {waited:?}");
+    assert!(!exists(&server, "restart-after"));
+}

@@ -1,0 +1,149 @@
+//! The server stalled with `DEBUG SLEEP` (it accepts connections but answers
+//! nothing): calls fail with a timeout error within the configured bounds
+//! (promise 4), and a release whose reply was lost, sent again, releases one
+//! hold only (the unlock latch).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::bounded::{self, Bounded};
+use crate::common::PROMPTLY;
+use crate::support::RedisServer;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
+const RESPONSE_TIMEOUT: Duration = Duration::from_millis(300);
+const RETRY_DELAY: Duration = Duration::from_millis(50);
+
+/// How long `DEBUG SLEEP` takes to reach the server and start blocking it.
+const STALL_SETTLES: Duration = Duration::from_millis(150);
+
+fn debuggable_server() -> RedisServer {
+    RedisServer::start_with_args(&["--enable-debug-command", "yes"])
+}
+
+/// Blocks the whole server for `duration` with `DEBUG SLEEP`, sent from a
+/// connection of its own on another thread, and returns once it runs.
+fn stall(server: &RedisServer, duration: Duration) -> Bounded<()> {
+    let mut conn = server.connection();
+    let seconds = format!("{:.3}", duration.as_secs_f64());
+    let staller = bounded::spawn("staller", move || {
+        redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(seconds)
+            .query::<()>(&mut conn)
+            .expect("DEBUG SLEEP");
+    });
+    thread::sleep(STALL_SETTLES);
+    staller
+}
+
+fn client(server: &RedisServer, retries: u32) -> redhold::Client {
+    server
+        .builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .response_timeout(RESPONSE_TIMEOUT)
+        .retry_attempts(retries)
+        .retry_delay(RETRY_DELAY)
+        .build()
+        .expect("client")
+}
+
+#[test]
+fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
+    let server = debuggable_server();
+    const RETRIES: u32 = 1;
+    let client = client(&server, RETRIES);
+    // Each attempt may spend the connect timeout (the stalled server accepts
+    // the connection but does not answer its handshake) and the response
+    // timeout.
+    let bound = (CONNECT_TIMEOUT + RESPONSE_TIMEOUT) * (RETRIES + 1) + RETRY_DELAY * RETRIES;
+    let slack = Duration::from_millis(700);
+    let stall_for = Duration::from_secs(3);
+    assert!(bound + slack + STALL_SETTLES < stall_for);
+
+    let lock = client.lock("stalled");
+    let staller = stall(&server, stall_for);
+    let started = Instant::now();
+    // Three calls at once, each on its own connection.
+    let calls = [
+        {
+            let lock = lock.clone();
+            bounded::spawn("is_locked", move || lock.is_locked().map(drop))
+        },
+        {
+            let lock = lock.clone();
+            bounded::spawn("lock", move || lock.lock().map(drop))
+        },
+        {
+            let lock = lock.clone();
+            bounded::spawn("try_lock", move || lock.try_lock().map(drop))
+        },
+    ];
+    for call in calls {
+        match call.join_within(stall_for + PROMPTLY) {
+            Err(e) => assert!(e.is_connection_error(), "expected a timeout, got {e:?}"),
+            Ok(()) => panic!("a call succeeded while the server slept"),
+        }
+        let took = started.elapsed();
+        assert!(
+            took <= bound + slack,
+            "a call took {took:?} to fail against a stalled server, bound {bound:?}"
+        );
+    }
+    staller.join_within(stall_for + PROMPTLY);
+
+    // Once the server is awake the same client works again.
+    let guard = lock.lock().expect("lock after the stall");
+    guard.unlock().expect("unlock after the stall");
+    assert!(!lock.is_locked().expect("is_locked after the stall"));
+}
+
+#[test]
+fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
+    let server = debuggable_server();
+    // Enough retries to outlast the stall.
+    let client = client(&server, 10);
+    let lock = client.lock("stalled-release");
+    let lease = Duration::from_secs(60);
+    // Load the scripts before the stall, so that each attempt is one EVALSHA.
+    lock.lock_with_lease(lease)
+        .and_then(|g| g.unlock())
+        .expect("warm-up");
+
+    let first = lock.lock_with_lease(lease).expect("first hold");
+    let second = lock.lock_with_lease(lease).expect("second hold");
+    assert_eq!(lock.hold_count().expect("hold_count"), 2);
+    let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
+
+    // The release is sent while the server sleeps; its first attempt times
+    // out and its connection is dropped, but Redis still runs the command
+    // once it wakes up, and the reply goes nowhere. A retry, on a new
+    // connection, runs too.
+    let stall_for = Duration::from_millis(1500);
+    let staller = stall(&server, stall_for);
+    let released = second.unlock();
+    staller.join_within(PROMPTLY);
+    released.expect("the release succeeds once the server is awake");
+
+    let stats: String = server.cmd(&["INFO", "commandstats"]);
+    let runs = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(
+        runs >= 2,
+        "the release script ran {runs} time(s): the test did not force a lost reply \
+         and a retry\n{stats}"
+    );
+
+    assert_eq!(
+        lock.hold_count().expect("hold_count"),
+        1,
+        "the retried release removed a second hold"
+    );
+    assert!(first.is_held());
+    first.unlock().expect("releasing the last hold");
+    assert!(!lock.is_locked().expect("is_locked"));
+}
