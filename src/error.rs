@@ -104,6 +104,15 @@ impl fmt::Display for Error {
                 "Redis is unreachable or too slow ({e}); the call was retried and gave up: \
                  check that the server is up, or raise the client's response timeout"
             ),
+            Error::Redis(e)
+                if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm) =>
+            {
+                write!(
+                    f,
+                    "Redis refused a lock command for lack of permission ({e}); the ACL user needs \
+                     +@scripting +@pubsub +ping +exists +hget +pttl and access to the lock's keys and channels"
+                )
+            }
             Error::Redis(e) => write!(f, "Redis command failed: {e}"),
             Error::Connect { url, source } => write!(
                 f,

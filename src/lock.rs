@@ -444,6 +444,7 @@ impl<K: LockKind> Lock<K> {
                 &self.keys.name,
                 &field,
                 self.keys.kind.renew_kind(),
+                started,
             )),
             // Counted from before the request: the key may expire a little
             // earlier than our clock says, never later.

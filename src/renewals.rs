@@ -75,11 +75,14 @@ pub(crate) struct RenewalMap {
 
 impl RenewalMap {
     /// Records one more hold of `name` by `field`, just taken in Redis.
+    /// `sent` is when the acquire request left: the TTL Redis set runs from
+    /// some moment after it, so counting from it never overestimates.
     pub(crate) fn add(
         &self,
         name: &Arc<str>,
         field: &Arc<str>,
         kind: RenewKind,
+        sent: Instant,
     ) -> Arc<HoldRecord> {
         let mut entries = self.entries.lock();
         let key = (Arc::clone(name), Arc::clone(field));
@@ -89,12 +92,12 @@ impl RenewalMap {
                 field: Arc::clone(field),
                 kind,
                 lost: AtomicBool::new(false),
-                last_confirmed: Mutex::new(Instant::now()),
+                last_confirmed: Mutex::new(sent),
             }),
             holds: 0,
         });
         entry.holds += 1;
-        entry.record.confirmed_at(Instant::now());
+        entry.record.confirmed_at(sent);
         Arc::clone(&entry.record)
     }
 
@@ -161,8 +164,8 @@ mod tests {
     fn reentrant_holds_share_one_record_until_the_last_release() {
         let map = RenewalMap::default();
         let (name, field) = names();
-        let a = map.add(&name, &field, RenewKind::Hash);
-        let b = map.add(&name, &field, RenewKind::Hash);
+        let a = map.add(&name, &field, RenewKind::Hash, Instant::now());
+        let b = map.add(&name, &field, RenewKind::Hash, Instant::now());
         assert!(Arc::ptr_eq(&a, &b));
         map.remove_one(&a);
         assert_eq!(map.len(), 1);
@@ -174,9 +177,9 @@ mod tests {
     fn a_released_record_is_not_marked_lost() {
         let map = RenewalMap::default();
         let (name, field) = names();
-        let old = map.add(&name, &field, RenewKind::Hash);
+        let old = map.add(&name, &field, RenewKind::Hash, Instant::now());
         map.remove_one(&old);
-        let fresh = map.add(&name, &field, RenewKind::Hash);
+        let fresh = map.add(&name, &field, RenewKind::Hash, Instant::now());
         assert!(!map.mark_lost(&old));
         assert!(!old.is_lost() && !fresh.is_lost());
         assert!(map.mark_lost(&fresh));
