@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{Connection, RedisResult};
+use redis::{ConnectionLike, RedisResult};
 use uuid::Uuid;
 
 use crate::config::{ClientBuilder, Config};
@@ -74,7 +74,7 @@ impl Client {
 
     pub(crate) fn start(config: Config) -> Result<Client> {
         let connections = Arc::new(Connections::open(&config)?);
-        let pubsub = PubSub::start(connections.connection_info().clone(), &config)?;
+        let pubsub = PubSub::start(Arc::clone(&connections), &config)?;
         let renewals = Arc::new(RenewalMap::default());
         let watchdog = Watchdog::start(Renewer {
             connections: Arc::clone(&connections),
@@ -178,6 +178,12 @@ impl Client {
         &self.inner.renewals
     }
 
+    /// The command releases are announced with (`publish`, or `spublish`
+    /// with sharded pub/sub on a cluster).
+    pub(crate) fn publish_command(&self) -> &'static str {
+        self.inner.pubsub.publish_command()
+    }
+
     /// The calling thread's holder field, `<client-uuid>:<thread-id>`.
     pub(crate) fn current_field(&self) -> String {
         format!("{}:{}", self.inner.id_text, thread_id::current())
@@ -198,9 +204,38 @@ impl Client {
     }
 
     /// Runs a command with the client's retry rule.
-    pub(crate) fn run<T>(&self, op: impl FnMut(&mut Connection) -> RedisResult<T>) -> Result<T> {
+    pub(crate) fn run<T>(
+        &self,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
         self.check_open()?;
         self.inner.connections.run(op)
+    }
+}
+
+impl Client {
+    /// Runs a write script with the retry rule and, when the client syncs
+    /// replicas and `wrote` says the script changed something, checks that
+    /// enough replicas have it: [`Error::ReplicasNotSynced`] otherwise (the
+    /// write stands on the master; the caller decides whether to undo it).
+    pub(crate) fn run_write<T>(
+        &self,
+        lock: &str,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<T> {
+        self.check_open()?;
+        let (value, acknowledged) = self.inner.connections.run_write(None, op, wrote)?;
+        match (acknowledged, self.inner.connections.replicas_wanted()) {
+            (Some(acknowledged), Some(wanted)) if acknowledged < wanted => {
+                Err(Error::ReplicasNotSynced {
+                    lock: crate::names::shorten(lock),
+                    wanted,
+                    acknowledged,
+                })
+            }
+            _ => Ok(value),
+        }
     }
 }
 

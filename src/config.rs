@@ -12,10 +12,32 @@ use crate::watchdog::LostCallback;
 /// The URL used when none is given.
 pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
 
+/// What the client connects to.
+#[derive(Clone, Debug)]
+pub(crate) enum Deployment {
+    /// The server at `Config::url`.
+    Standalone,
+    /// A Redis Cluster reached through these nodes.
+    #[cfg(feature = "cluster")]
+    Cluster(Vec<String>),
+    /// The master called `master`, found through these sentinels.
+    #[cfg(feature = "sentinel")]
+    Sentinel {
+        sentinels: Vec<String>,
+        master: String,
+    },
+}
+
 /// Settings a [`Client`] runs with, checked by [`ClientBuilder::build`].
 #[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) url: String,
+    pub(crate) deployment: Deployment,
+    pub(crate) tls_root_cert: Option<Vec<u8>>,
+    /// `WAIT numreplicas timeout` after every write, when set.
+    pub(crate) sync_replicas: Option<(usize, Duration)>,
+    /// Sharded pub/sub on a cluster: `None` decides by the servers' version.
+    pub(crate) sharded_pubsub: Option<bool>,
     pub(crate) watchdog_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) response_timeout: Duration,
@@ -31,6 +53,10 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             url: DEFAULT_URL.to_owned(),
+            deployment: Deployment::Standalone,
+            tls_root_cert: None,
+            sync_replicas: None,
+            sharded_pubsub: None,
             watchdog_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(3),
@@ -48,6 +74,10 @@ impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
             .field("url", &redact_url(&self.url))
+            .field("deployment", &self.deployment)
+            .field("tls_root_cert", &self.tls_root_cert.is_some())
+            .field("sync_replicas", &self.sync_replicas)
+            .field("sharded_pubsub", &self.sharded_pubsub)
             .field("watchdog_timeout", &self.watchdog_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
@@ -62,6 +92,19 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
+    /// What the client connects to, for errors and logs (passwords hidden).
+    pub(crate) fn target(&self) -> String {
+        match &self.deployment {
+            Deployment::Standalone => redact_url(&self.url),
+            #[cfg(feature = "cluster")]
+            Deployment::Cluster(nodes) => format!("cluster {}", redact_all(nodes)),
+            #[cfg(feature = "sentinel")]
+            Deployment::Sentinel { sentinels, master } => {
+                format!("master {master:?} via sentinels {}", redact_all(sentinels))
+            }
+        }
+    }
+
     /// The longest a release latch must outlive its first attempt: every retry
     /// of that release has been sent by then. An attempt may spend the
     /// connect timeout on a new connection before its response timeout
@@ -98,6 +141,83 @@ impl ClientBuilder {
     /// Defaults to `redis://127.0.0.1:6379/`.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.config.url = url.into();
+        self
+    }
+
+    /// Connects to a Redis Cluster through any of `nodes` (URLs like
+    /// `redis://host:port`, with credentials if the cluster needs them)
+    /// instead of [`url`](Self::url). Scripts go to the node that owns the
+    /// lock's slot; releases are announced with sharded pub/sub when every
+    /// node runs Redis 7 or later (see [`sharded_pubsub`](Self::sharded_pubsub)).
+    ///
+    /// Defaults to no cluster. Not combinable with
+    /// [`sync_replicas`](Self::sync_replicas).
+    #[cfg(feature = "cluster")]
+    pub fn cluster<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.deployment = Deployment::Cluster(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether a cluster client announces and hears releases with sharded
+    /// pub/sub (`SPUBLISH`/`SSUBSCRIBE`, served by the slot's owner) or
+    /// classic pub/sub (`PUBLISH`/`SUBSCRIBE`, broadcast to every node).
+    /// Every client of a lock, Redisson included, must make the same choice,
+    /// or wake-ups are lost (waiters then wait out the lock's TTL).
+    ///
+    /// Defaults to sharded when every master runs Redis 7 or later, as
+    /// Redisson does; ignored outside a cluster.
+    #[cfg(feature = "cluster")]
+    pub fn sharded_pubsub(mut self, sharded: bool) -> Self {
+        self.config.sharded_pubsub = Some(sharded);
+        self
+    }
+
+    /// Connects to the master called `master_name` as reported by any of
+    /// `sentinels` (URLs like `redis://host:26379`), instead of
+    /// [`url`](Self::url). The master is looked up again for every new
+    /// connection, so the client follows a failover on its own. The user
+    /// name and password of the first sentinel URL are used for the master
+    /// too.
+    ///
+    /// Defaults to no sentinel.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel<I, S>(mut self, sentinels: I, master_name: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.deployment = Deployment::Sentinel {
+            sentinels: sentinels.into_iter().map(Into::into).collect(),
+            master: master_name.into(),
+        };
+        self
+    }
+
+    /// Trusts the certificate authority in `pem` (PEM bytes) for `rediss://`
+    /// connections, commands and pub/sub alike, instead of the system's
+    /// roots.
+    ///
+    /// Defaults to the system's root certificates.
+    #[cfg(feature = "tls")]
+    pub fn tls_root_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.config.tls_root_cert = Some(pem.into());
+        self
+    }
+
+    /// After every acquire, release and renewal, waits (Redis `WAIT`) until
+    /// at least `replicas` replicas have the change, for at most `timeout`.
+    /// An acquire that is not replicated in time is undone and fails with
+    /// [`Error::ReplicasNotSynced`]; a release or renewal that is not is
+    /// reported the same way (release) or logged (renewal). This narrows,
+    /// but does not close, the window in which a failover loses a lock.
+    ///
+    /// Defaults to off. `timeout` must be shorter than the response timeout.
+    pub fn sync_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.config.sync_replicas = Some((replicas, timeout));
         self
     }
 
@@ -204,6 +324,54 @@ impl ClientBuilder {
         non_zero("connect timeout", c.connect_timeout)?;
         non_zero("response timeout", c.response_timeout)?;
         non_zero("fair wait timeout", c.fair_wait_timeout)?;
+        if let Some((replicas, timeout)) = c.sync_replicas {
+            if replicas == 0 {
+                return Err(Error::InvalidArgument {
+                    what: "sync_replicas",
+                    reason: "the number of replicas must be at least 1".into(),
+                });
+            }
+            non_zero("sync_replicas timeout", timeout)?;
+            if timeout >= c.response_timeout {
+                return Err(Error::InvalidArgument {
+                    what: "sync_replicas timeout",
+                    reason: format!(
+                        "{timeout:?} must be shorter than the response timeout ({:?}), \
+                         or every WAIT would time out on the socket first",
+                        c.response_timeout
+                    ),
+                });
+            }
+        }
+        match &c.deployment {
+            Deployment::Standalone => {}
+            #[cfg(feature = "cluster")]
+            Deployment::Cluster(nodes) => {
+                if nodes.is_empty() {
+                    return Err(Error::InvalidArgument {
+                        what: "cluster nodes",
+                        reason: "give at least one node URL".into(),
+                    });
+                }
+                if c.sync_replicas.is_some() {
+                    return Err(Error::InvalidArgument {
+                        what: "sync_replicas",
+                        reason: "not supported on a cluster: WAIT must reach the node that \
+                                 took the write"
+                            .into(),
+                    });
+                }
+            }
+            #[cfg(feature = "sentinel")]
+            Deployment::Sentinel { sentinels, master } => {
+                if sentinels.is_empty() || master.is_empty() {
+                    return Err(Error::InvalidArgument {
+                        what: "sentinel",
+                        reason: "give at least one sentinel URL and the master's name".into(),
+                    });
+                }
+            }
+        }
         if c.max_idle_connections == 0 {
             return Err(Error::InvalidArgument {
                 what: "max idle connections",
@@ -262,6 +430,15 @@ pub(crate) fn lease_millis(lease: Duration) -> Result<u64> {
         });
     }
     Ok(ms)
+}
+
+/// Several URLs, passwords hidden, joined by commas.
+#[cfg(any(feature = "cluster", feature = "sentinel"))]
+fn redact_all(urls: &[String]) -> String {
+    urls.iter()
+        .map(|u| redact_url(u))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The URL with any password replaced by `***`, fit for errors and logs.

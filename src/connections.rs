@@ -6,76 +6,100 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use redis::{Connection, ConnectionInfo, RedisResult};
+use redis::{ConnectionLike, RedisResult};
 
-use crate::config::{redact_url, Config};
+use crate::backend::{Backend, Conn};
+use crate::config::Config;
 use crate::error::{is_transient, Error, Result};
 
-/// A pool of command connections to one server.
+/// A pool of command connections to one deployment.
 ///
 /// Each command checks a connection out, so threads never queue behind one
 /// shared connection; idle connections are kept for reuse up to
 /// `max_idle_connections`.
 pub(crate) struct Connections {
-    client: redis::Client,
-    idle: Mutex<Vec<Connection>>,
+    backend: Backend,
+    idle: Mutex<Vec<Conn>>,
     config: Config,
 }
 
 impl std::fmt::Debug for Connections {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connections")
-            .field("url", &redact_url(&self.config.url))
+            .field("target", &self.config.target())
+            .field("backend", &self.backend)
             .field("idle", &self.idle.lock().len())
             .finish()
     }
 }
 
 impl Connections {
-    /// Parses the URL and opens a first connection, which proves that the
-    /// server answers and accepts our credentials.
+    /// Parses the URLs and opens a first connection, which proves that the
+    /// deployment answers and accepts our credentials.
     pub(crate) fn open(config: &Config) -> Result<Self> {
-        let url = redact_url(&config.url);
-        let client = redis::Client::open(config.url.as_str()).map_err(|e| Error::InvalidUrl {
-            url: url.clone(),
-            reason: format!(
-                "{e}; expected redis://[user:password@]host[:port][/db] or redis+unix:///path"
-            ),
-        })?;
-        if !client.get_connection_info().addr().is_supported() {
-            return Err(Error::InvalidUrl {
-                url,
-                reason: "this address type (TLS or unix socket) is not supported by this build"
-                    .into(),
-            });
-        }
+        let backend = Backend::new(config)?;
         let pool = Connections {
-            client,
+            backend,
             idle: Mutex::new(Vec::new()),
             config: config.clone(),
         };
-        let mut first = pool.connect(None).map_err(|source| Error::Connect {
-            url: url.clone(),
+        let connect_error = |source| Error::Connect {
+            url: config.target(),
             source,
-        })?;
+        };
+        let mut first = pool.connect(None).map_err(connect_error)?;
         redis::cmd("PING")
-            .query::<()>(&mut first)
-            .map_err(|source| Error::Connect { url, source })?;
+            .query::<()>(first.as_dyn())
+            .map_err(connect_error)?;
         pool.idle.lock().push(first);
         Ok(pool)
     }
 
-    /// Where and how to connect, for the subscriber's own connection.
-    pub(crate) fn connection_info(&self) -> &ConnectionInfo {
-        self.client.get_connection_info()
+    /// How to reach the deployment, for the pub/sub connections.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     /// Runs `op` on a pooled connection. A transient failure (refused,
     /// dropped, timed out) drops the connection and is retried up to
     /// `retry_attempts` times after `retry_delay`; any other error is returned
     /// at once. `op` must be safe to repeat (see the release latch).
-    pub(crate) fn run<T>(&self, op: impl FnMut(&mut Connection) -> RedisResult<T>) -> Result<T> {
+    pub(crate) fn run<T>(
+        &self,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
         self.run_until(None, op)
+    }
+
+    /// Runs a write like [`run`](Self::run) and, when the client syncs
+    /// replicas and `wrote` says the write changed something, waits on the
+    /// same connection (`WAIT`) until enough replicas have it. Returns the
+    /// value and, when it waited, how many replicas acknowledged.
+    pub(crate) fn run_write<T>(
+        &self,
+        deadline: Option<Instant>,
+        mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<(T, Option<usize>)> {
+        let Some((replicas, timeout)) = self.config.sync_replicas else {
+            return self.run_until(deadline, op).map(|value| (value, None));
+        };
+        self.run_until(deadline, |conn| {
+            let value = op(conn)?;
+            if !wrote(&value) {
+                return Ok((value, None));
+            }
+            let acknowledged: i64 = redis::cmd("WAIT")
+                .arg(replicas)
+                .arg(timeout.as_millis() as u64)
+                .query(conn)?;
+            Ok((value, Some(usize::try_from(acknowledged).unwrap_or(0))))
+        })
+    }
+
+    /// How many replicas a write must reach, when the client syncs them.
+    pub(crate) fn replicas_wanted(&self) -> Option<usize> {
+        self.config.sync_replicas.map(|(replicas, _)| replicas)
     }
 
     /// Like [`run`](Self::run), but gives up at `deadline` when one is given:
@@ -86,7 +110,7 @@ impl Connections {
     pub(crate) fn run_until<T>(
         &self,
         deadline: Option<Instant>,
-        mut op: impl FnMut(&mut Connection) -> RedisResult<T>,
+        mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> Result<T> {
         let mut retries_left = self.config.retry_attempts;
         loop {
@@ -114,7 +138,7 @@ impl Connections {
     fn run_once<T>(
         &self,
         deadline: Option<Instant>,
-        op: &mut impl FnMut(&mut Connection) -> RedisResult<T>,
+        op: &mut impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> RedisResult<T> {
         let left = match deadline {
             None => None,
@@ -125,9 +149,9 @@ impl Connections {
         };
         let mut conn = self.checkout(left)?;
         if let Some(left) = left {
-            set_timeouts(&conn, self.config.response_timeout.min(left))?;
+            conn.set_timeouts(self.config.response_timeout.min(left))?;
         }
-        let result = op(&mut conn);
+        let result = op(conn.as_dyn());
         match &result {
             Err(e) if is_transient(e) => {
                 // The server probably restarted or the network broke: the
@@ -136,7 +160,7 @@ impl Connections {
             }
             // A connection whose timeouts were cut gets the full ones back
             // before anyone else uses it.
-            _ if left.is_none() || set_timeouts(&conn, self.config.response_timeout).is_ok() => {
+            _ if left.is_none() || conn.set_timeouts(self.config.response_timeout).is_ok() => {
                 self.checkin(conn)
             }
             _ => {}
@@ -146,40 +170,33 @@ impl Connections {
 
     /// An idle connection, or a new one opened within the connect timeout
     /// (cut to `left` when given).
-    fn checkout(&self, left: Option<Duration>) -> RedisResult<Connection> {
+    fn checkout(&self, left: Option<Duration>) -> RedisResult<Conn> {
         if let Some(conn) = self.idle.lock().pop() {
             return Ok(conn);
         }
         self.connect(left)
     }
 
-    fn checkin(&self, conn: Connection) {
+    fn checkin(&self, conn: Conn) {
         let mut idle = self.idle.lock();
         if idle.len() < self.config.max_idle_connections {
             idle.push(conn);
         }
     }
 
-    fn connect(&self, left: Option<Duration>) -> RedisResult<Connection> {
+    fn connect(&self, left: Option<Duration>) -> RedisResult<Conn> {
         let connect_timeout = match left {
             Some(left) => self.config.connect_timeout.min(left),
             None => self.config.connect_timeout,
         };
-        let conn = self.client.get_connection_with_timeout(connect_timeout)?;
-        set_timeouts(&conn, self.config.response_timeout)?;
-        Ok(conn)
+        self.backend
+            .connect(connect_timeout, self.config.response_timeout)
     }
 
     /// Closes every idle connection.
     pub(crate) fn close_idle(&self) {
         self.idle.lock().clear();
     }
-}
-
-/// Sets how long one read or write on `conn` may block.
-fn set_timeouts(conn: &Connection, timeout: Duration) -> RedisResult<()> {
-    conn.set_read_timeout(Some(timeout))?;
-    conn.set_write_timeout(Some(timeout))
 }
 
 /// The error of an attempt that would start after its deadline: a timeout,

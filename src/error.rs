@@ -44,6 +44,18 @@ pub enum Error {
         /// The lock name.
         lock: String,
     },
+    /// Fewer replicas than asked with
+    /// [`ClientBuilder::sync_replicas`](crate::ClientBuilder::sync_replicas)
+    /// acknowledged a change in time. After an acquire, the acquire was
+    /// undone; after a release, the release stands on the master.
+    ReplicasNotSynced {
+        /// The lock name.
+        lock: String,
+        /// How many replicas had to acknowledge.
+        wanted: usize,
+        /// How many did.
+        acknowledged: usize,
+    },
     /// The wait for the lock was cut short by [`Interrupt::trigger`](crate::Interrupt::trigger).
     Interrupted {
         /// The lock name.
@@ -135,6 +147,16 @@ impl fmt::Display for Error {
                 f,
                 "the current thread holds read locks on {lock:?} and asked for its write lock, \
                  which can never be granted while it reads: release the read holds first"
+            ),
+            Error::ReplicasNotSynced {
+                lock,
+                wanted,
+                acknowledged,
+            } => write!(
+                f,
+                "only {acknowledged} of the {wanted} replicas required acknowledged the change \
+                 to lock {lock:?} in time (a failover now could lose it); check the replicas' \
+                 health or lower sync_replicas"
             ),
             Error::Interrupted { lock } => {
                 write!(f, "the wait for lock {lock:?} was interrupted")

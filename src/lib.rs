@@ -41,6 +41,7 @@
 //! [`LockGuard::is_held`] turns false and the release returns
 //! [`Error::LockLost`].
 
+mod backend;
 mod client;
 mod config;
 mod connections;
@@ -56,6 +57,7 @@ mod pubsub;
 mod red_lock;
 mod renewals;
 mod scripts;
+mod slot;
 mod thread_id;
 mod watchdog;
 

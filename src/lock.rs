@@ -418,7 +418,8 @@ impl<K: LockKind> Lock<K> {
         }
     }
 
-    /// One acquire attempt.
+    /// One acquire attempt. An acquire that the replicas did not confirm
+    /// in time (`sync_replicas`) is undone before the error is returned.
     fn try_acquire(
         &self,
         lease_ms: u64,
@@ -426,9 +427,28 @@ impl<K: LockKind> Lock<K> {
         may_queue: bool,
     ) -> Result<Attempt<K::Grant>> {
         self.client.check_open()?;
-        self.keys
+        let attempt = self
+            .keys
             .kind
-            .try_acquire(self.target(), lease_ms, field, may_queue)
+            .try_acquire(self.target(), lease_ms, field, may_queue);
+        if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
+            let request_id = self.client.next_request_id();
+            match self
+                .keys
+                .kind
+                .release(self.target(), lease_ms, field, &request_id)
+            {
+                // The undo itself is not replicated either, but it stands
+                // on the master, which is what the next acquire checks.
+                Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
+                Err(e) => log::warn!(
+                    "redhold: undoing an unreplicated acquire of {:?} failed: {e}; \
+                     the hold expires after its lease",
+                    names::shorten(self.name())
+                ),
+            }
+        }
+        attempt
     }
 
     fn guard(

@@ -21,6 +21,3 @@ pub(crate) static RENEW: Lazy<Script> = Lazy::new(|| Script::new(include_str!(".
 
 /// The wake-up message that frees one local waiter.
 pub(crate) const WAKE_ONE: &str = "0";
-
-/// The command a release announces itself with.
-pub(crate) const PUBLISH: &str = "publish";

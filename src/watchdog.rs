@@ -1,6 +1,7 @@
 //! The watchdog: one thread per client that renews every lock held without a
 //! lease, every third of the watchdog timeout, in batches.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
 use crate::scripts;
+use crate::slot;
 
 /// Locks renewed per script call: 10,000 held locks cost 100 round trips.
 pub(crate) const RENEW_BATCH: usize = 100;
@@ -100,7 +102,8 @@ impl Renewer {
         let records = self.renewals.snapshot();
         let timeout_ms = self.timeout.as_millis() as u64;
         let mut unreachable = false;
-        for batch in records.chunks(RENEW_BATCH) {
+        for batch in self.batches(records) {
+            let batch = batch.as_slice();
             let started = Instant::now();
             let outcome = if unreachable {
                 None
@@ -162,22 +165,60 @@ impl Renewer {
         report
     }
 
+    /// Splits the held locks into script calls: up to [`RENEW_BATCH`] locks
+    /// each, and on a cluster only locks of one slot per call (a script may
+    /// only touch keys of one slot there).
+    fn batches(&self, records: Vec<Arc<HoldRecord>>) -> Vec<Vec<Arc<HoldRecord>>> {
+        let chunked = |group: &[Arc<HoldRecord>]| {
+            group
+                .chunks(RENEW_BATCH)
+                .map(<[_]>::to_vec)
+                .collect::<Vec<_>>()
+        };
+        if !self.connections.backend().is_cluster() {
+            return chunked(&records);
+        }
+        let mut by_slot: BTreeMap<u16, Vec<Arc<HoldRecord>>> = BTreeMap::new();
+        for record in records {
+            by_slot
+                .entry(slot::of(record.name.as_bytes()))
+                .or_default()
+                .push(record);
+        }
+        by_slot.values().flat_map(|group| chunked(group)).collect()
+    }
+
     fn renew_batch(
         &self,
         batch: &[Arc<HoldRecord>],
         timeout_ms: u64,
         deadline: Option<Instant>,
     ) -> Result<Vec<bool>> {
-        self.connections.run_until(deadline, |conn| {
-            let mut call = scripts::RENEW.prepare_invoke();
-            call.arg(timeout_ms);
-            for record in batch {
-                call.key(&*record.name)
-                    .arg(record.kind.mode())
-                    .arg(&*record.field);
+        let (flags, acknowledged) = self.connections.run_write(
+            deadline,
+            |conn| {
+                let mut call = scripts::RENEW.prepare_invoke();
+                call.arg(timeout_ms);
+                for record in batch {
+                    call.key(&*record.name)
+                        .arg(record.kind.mode())
+                        .arg(&*record.field);
+                }
+                let flags: Vec<i64> = call.invoke(conn)?;
+                Ok(flags.into_iter().map(|f| f == 1).collect::<Vec<bool>>())
+            },
+            |flags| flags.contains(&true),
+        )?;
+        if let (Some(acknowledged), Some(wanted)) =
+            (acknowledged, self.connections.replicas_wanted())
+        {
+            if acknowledged < wanted {
+                log::warn!(
+                    "redhold watchdog: only {acknowledged} of {wanted} replicas acknowledged \
+                     a renewal in time"
+                );
             }
-            let flags: Vec<i64> = call.invoke(conn)?;
-            Ok(flags.into_iter().map(|f| f == 1).collect())
-        })
+        }
+        Ok(flags)
     }
 }

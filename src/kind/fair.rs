@@ -69,18 +69,22 @@ impl KindOps for Fair {
         field: &str,
         may_queue: bool,
     ) -> Result<Attempt<()>> {
-        let ttl: Option<i64> = at.client.run(|conn| {
-            FAIR_ACQUIRE
-                .key(at.name)
-                .key(&self.queue)
-                .key(&self.deadlines)
-                .arg(lease_ms)
-                .arg(field)
-                .arg(self.wait_timeout_ms)
-                .arg(now_ms())
-                .arg(if may_queue { "1" } else { "0" })
-                .invoke(conn)
-        })?;
+        let ttl: Option<i64> = at.client.run_write(
+            at.name,
+            |conn| {
+                FAIR_ACQUIRE
+                    .key(at.name)
+                    .key(&self.queue)
+                    .key(&self.deadlines)
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(self.wait_timeout_ms)
+                    .arg(now_ms())
+                    .arg(if may_queue { "1" } else { "0" })
+                    .invoke(conn)
+            },
+            |ttl: &Option<i64>| ttl.is_none(),
+        )?;
         Ok(match ttl {
             None => Attempt::Acquired(()),
             Some(ttl) => Attempt::Busy(ttl),
@@ -96,51 +100,63 @@ impl KindOps for Fair {
     ) -> Result<Option<i64>> {
         let latch = names::unlock_latch(at.name, request_id);
         let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
-        at.client.run(|conn| {
-            FAIR_RELEASE
-                .key(at.name)
-                .key(&self.queue)
-                .key(&self.deadlines)
-                .key(&self.channel_prefix)
-                .key(&latch)
-                .arg(scripts::WAKE_ONE)
-                .arg(lease_ms)
-                .arg(field)
-                .arg(now_ms())
-                .arg(latch_ttl_ms)
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })
+        at.client.run_write(
+            at.name,
+            |conn| {
+                FAIR_RELEASE
+                    .key(at.name)
+                    .key(&self.queue)
+                    .key(&self.deadlines)
+                    .key(&self.channel_prefix)
+                    .key(&latch)
+                    .arg(scripts::WAKE_ONE)
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(now_ms())
+                    .arg(latch_ttl_ms)
+                    .arg(at.client.publish_command())
+                    .invoke(conn)
+            },
+            |reply: &Option<i64>| reply.is_some(),
+        )
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
-        let deleted: i64 = at.client.run(|conn| {
-            FAIR_FORCE_RELEASE
-                .key(at.name)
-                .key(&self.queue)
-                .key(&self.deadlines)
-                .key(&self.channel_prefix)
-                .arg(scripts::WAKE_ONE)
-                .arg(now_ms())
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })?;
+        let deleted: i64 = at.client.run_write(
+            at.name,
+            |conn| {
+                FAIR_FORCE_RELEASE
+                    .key(at.name)
+                    .key(&self.queue)
+                    .key(&self.deadlines)
+                    .key(&self.channel_prefix)
+                    .arg(scripts::WAKE_ONE)
+                    .arg(now_ms())
+                    .arg(at.client.publish_command())
+                    .invoke(conn)
+            },
+            |deleted: &i64| *deleted == 1,
+        )?;
         Ok(deleted == 1)
     }
 
     fn give_up(&self, at: Target<'_>, field: &str) -> Result<()> {
-        let _: i64 = at.client.run(|conn| {
-            FAIR_GIVE_UP
-                .key(at.name)
-                .key(&self.queue)
-                .key(&self.deadlines)
-                .key(&self.channel_prefix)
-                .arg(field)
-                .arg(self.wait_timeout_ms)
-                .arg(scripts::WAKE_ONE)
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })?;
+        let _: i64 = at.client.run_write(
+            at.name,
+            |conn| {
+                FAIR_GIVE_UP
+                    .key(at.name)
+                    .key(&self.queue)
+                    .key(&self.deadlines)
+                    .key(&self.channel_prefix)
+                    .arg(field)
+                    .arg(self.wait_timeout_ms)
+                    .arg(scripts::WAKE_ONE)
+                    .arg(at.client.publish_command())
+                    .invoke(conn)
+            },
+            |queued: &i64| *queued == 1,
+        )?;
         Ok(())
     }
 }

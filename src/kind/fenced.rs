@@ -51,14 +51,18 @@ impl KindOps for Fenced {
         field: &str,
         _: bool,
     ) -> Result<Attempt<u64>> {
-        let (acquired, value): (i64, i64) = at.client.run(|conn| {
-            FENCED_ACQUIRE
-                .key(at.name)
-                .key(&self.token_key)
-                .arg(lease_ms)
-                .arg(field)
-                .invoke(conn)
-        })?;
+        let (acquired, value): (i64, i64) = at.client.run_write(
+            at.name,
+            |conn| {
+                FENCED_ACQUIRE
+                    .key(at.name)
+                    .key(&self.token_key)
+                    .arg(lease_ms)
+                    .arg(field)
+                    .invoke(conn)
+            },
+            |(acquired, _): &(i64, i64)| *acquired == 1,
+        )?;
         if acquired == 1 {
             let token = u64::try_from(value).map_err(|_| Error::InvalidArgument {
                 what: "fencing token",

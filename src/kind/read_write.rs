@@ -107,15 +107,19 @@ fn rw_channel(name: &str) -> String {
 }
 
 fn force_release_mode(at: Target<'_>, channel: &str, mode: &str, message: &str) -> Result<bool> {
-    let deleted: i64 = at.client.run(|conn| {
-        RW_FORCE_RELEASE
-            .key(at.name)
-            .key(channel)
-            .arg(mode)
-            .arg(message)
-            .arg(scripts::PUBLISH)
-            .invoke(conn)
-    })?;
+    let deleted: i64 = at.client.run_write(
+        at.name,
+        |conn| {
+            RW_FORCE_RELEASE
+                .key(at.name)
+                .key(channel)
+                .arg(mode)
+                .arg(message)
+                .arg(at.client.publish_command())
+                .invoke(conn)
+        },
+        |deleted: &i64| *deleted == 1,
+    )?;
     Ok(deleted == 1)
 }
 
@@ -160,15 +164,19 @@ impl KindOps for Read {
     ) -> Result<Attempt<()>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let writer = format!("{field}{WRITE_SUFFIX}");
-        let ttl: Option<i64> = at.client.run(|conn| {
-            READ_ACQUIRE
-                .key(at.name)
-                .key(&prefix)
-                .arg(lease_ms)
-                .arg(field)
-                .arg(&writer)
-                .invoke(conn)
-        })?;
+        let ttl: Option<i64> = at.client.run_write(
+            at.name,
+            |conn| {
+                READ_ACQUIRE
+                    .key(at.name)
+                    .key(&prefix)
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(&writer)
+                    .invoke(conn)
+            },
+            |ttl: &Option<i64>| ttl.is_none(),
+        )?;
         Ok(busy_or_acquired(ttl))
     }
 
@@ -182,19 +190,23 @@ impl KindOps for Read {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let latch = names::unlock_latch(at.name, request_id);
         let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
-        at.client.run(|conn| {
-            READ_RELEASE
-                .key(at.name)
-                .key(&self.channel)
-                .key(&prefix)
-                .key(&self.base)
-                .key(&latch)
-                .arg(scripts::WAKE_ONE)
-                .arg(field)
-                .arg(latch_ttl_ms)
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })
+        at.client.run_write(
+            at.name,
+            |conn| {
+                READ_RELEASE
+                    .key(at.name)
+                    .key(&self.channel)
+                    .key(&prefix)
+                    .key(&self.base)
+                    .key(&latch)
+                    .arg(scripts::WAKE_ONE)
+                    .arg(field)
+                    .arg(latch_ttl_ms)
+                    .arg(at.client.publish_command())
+                    .invoke(conn)
+            },
+            |reply: &Option<i64>| reply.is_some(),
+        )
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
@@ -231,14 +243,18 @@ impl KindOps for Write {
         _: bool,
     ) -> Result<Attempt<()>> {
         let reader = field.strip_suffix(WRITE_SUFFIX).unwrap_or(field);
-        let ttl: Option<i64> = at.client.run(|conn| {
-            WRITE_ACQUIRE
-                .key(at.name)
-                .arg(lease_ms)
-                .arg(field)
-                .arg(reader)
-                .invoke(conn)
-        })?;
+        let ttl: Option<i64> = at.client.run_write(
+            at.name,
+            |conn| {
+                WRITE_ACQUIRE
+                    .key(at.name)
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(reader)
+                    .invoke(conn)
+            },
+            |ttl: &Option<i64>| ttl.is_none(),
+        )?;
         if ttl == Some(UPGRADE_REFUSED) {
             return Err(Error::UpgradeNotSupported {
                 lock: names::shorten(at.name),
@@ -256,18 +272,22 @@ impl KindOps for Write {
     ) -> Result<Option<i64>> {
         let latch = names::unlock_latch(at.name, request_id);
         let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
-        at.client.run(|conn| {
-            WRITE_RELEASE
-                .key(at.name)
-                .key(&self.channel)
-                .key(&latch)
-                .arg(WAKE_ALL)
-                .arg(lease_ms)
-                .arg(field)
-                .arg(latch_ttl_ms)
-                .arg(scripts::PUBLISH)
-                .invoke(conn)
-        })
+        at.client.run_write(
+            at.name,
+            |conn| {
+                WRITE_RELEASE
+                    .key(at.name)
+                    .key(&self.channel)
+                    .key(&latch)
+                    .arg(WAKE_ALL)
+                    .arg(lease_ms)
+                    .arg(field)
+                    .arg(latch_ttl_ms)
+                    .arg(at.client.publish_command())
+                    .invoke(conn)
+            },
+            |reply: &Option<i64>| reply.is_some(),
+        )
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

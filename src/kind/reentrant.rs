@@ -59,13 +59,17 @@ impl KindOps for Reentrant {
 
 /// `lua/acquire.lua`: `None` when acquired, else the holder's PTTL.
 pub(crate) fn acquire_hash(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Option<i64>> {
-    at.client.run(|conn| {
-        scripts::ACQUIRE
-            .key(at.name)
-            .arg(lease_ms)
-            .arg(field)
-            .invoke(conn)
-    })
+    at.client.run_write(
+        at.name,
+        |conn| {
+            scripts::ACQUIRE
+                .key(at.name)
+                .arg(lease_ms)
+                .arg(field)
+                .invoke(conn)
+        },
+        |ttl: &Option<i64>| ttl.is_none(),
+    )
 }
 
 /// `lua/release.lua` with the unlock latch.
@@ -78,29 +82,37 @@ pub(crate) fn release_hash(
 ) -> Result<Option<i64>> {
     let latch = names::unlock_latch(at.name, request_id);
     let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
-    at.client.run(|conn| {
-        scripts::RELEASE
-            .key(at.name)
-            .key(channel)
-            .key(&latch)
-            .arg(scripts::WAKE_ONE)
-            .arg(lease_ms)
-            .arg(field)
-            .arg(latch_ttl_ms)
-            .arg(scripts::PUBLISH)
-            .invoke(conn)
-    })
+    at.client.run_write(
+        at.name,
+        |conn| {
+            scripts::RELEASE
+                .key(at.name)
+                .key(channel)
+                .key(&latch)
+                .arg(scripts::WAKE_ONE)
+                .arg(lease_ms)
+                .arg(field)
+                .arg(latch_ttl_ms)
+                .arg(at.client.publish_command())
+                .invoke(conn)
+        },
+        |reply: &Option<i64>| reply.is_some(),
+    )
 }
 
 /// `lua/force_release.lua`.
 pub(crate) fn force_release_hash(at: Target<'_>, channel: &str) -> Result<bool> {
-    let deleted: i64 = at.client.run(|conn| {
-        scripts::FORCE_RELEASE
-            .key(at.name)
-            .key(channel)
-            .arg(scripts::WAKE_ONE)
-            .arg(scripts::PUBLISH)
-            .invoke(conn)
-    })?;
+    let deleted: i64 = at.client.run_write(
+        at.name,
+        |conn| {
+            scripts::FORCE_RELEASE
+                .key(at.name)
+                .key(channel)
+                .arg(scripts::WAKE_ONE)
+                .arg(at.client.publish_command())
+                .invoke(conn)
+        },
+        |deleted: &i64| *deleted == 1,
+    )?;
     Ok(deleted == 1)
 }

@@ -1,104 +1,106 @@
-//! Wake-ups through Redis pub/sub: one connection and one subscriber thread
-//! per client, shared by every local thread that waits for a lock.
+//! Wake-ups through Redis pub/sub, shared by every local thread that waits
+//! for a lock.
 //!
 //! - [`registry`]: which channels are waited on, and the parked waiters.
-//! - [`connection`]: the socket, read by the subscriber, written by waiters.
-//! - [`subscriber`]: the thread that reads messages and wakes waiters.
-//! - [`resp`]: the reply reader for that socket.
+//! - [`router`]: which connection a channel is subscribed on: the one
+//!   connection of a client, or (sharded pub/sub on a cluster) the
+//!   connection to the node that owns the channel's slot.
+//! - [`connection`]: a socket, read by its subscriber thread, written by
+//!   waiters.
+//! - [`subscriber`]: the thread that reads one connection and wakes waiters.
+//! - [`resp`]: the reply reader for those sockets.
+//!
+//! A client has one pub/sub connection and one subscriber thread, except
+//! with sharded pub/sub on a cluster, where it has one of each per node that
+//! owns a waited channel.
 
 mod connection;
 mod registry;
 mod resp;
+mod router;
 mod subscriber;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use redis::ConnectionInfo;
 
-use crate::config::{redact_url, Config};
-use crate::error::{Error, Result};
+use crate::config::Config;
+use crate::connections::Connections;
+use crate::error::Result;
 use crate::interrupt::Interrupt;
 
 pub(crate) use registry::Wake;
 use registry::{Channel, Joined, Registry};
+use router::Router;
 
-/// What the subscriber thread shares with the waiting threads.
+/// What the subscriber threads share with the waiting threads.
 #[derive(Debug)]
 struct Shared {
     registry: Registry,
-    writer: connection::Writer,
+    router: Router,
     stopping: AtomicBool,
-    info: ConnectionInfo,
+    /// The command connections: how to reach the deployment, and where to
+    /// ask a cluster for its slots.
+    connections: Arc<Connections>,
     connect_timeout: Duration,
     response_timeout: Duration,
     linger: Duration,
+    /// Every subscriber thread started, joined on shutdown.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// How often the subscriber thread wakes without traffic, to unsubscribe
-/// idle channels and check that the connection is alive.
+/// How often a subscriber thread wakes without traffic, to unsubscribe idle
+/// channels and check that its connection is alive.
 const TICK: Duration = Duration::from_secs(1);
 
 /// The client's pub/sub service.
 #[derive(Debug)]
 pub(crate) struct PubSub {
     shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl PubSub {
-    /// Connects the pub/sub socket and starts the subscriber thread.
-    pub(crate) fn start(info: ConnectionInfo, config: &Config) -> Result<PubSub> {
-        let (reader, writer) =
-            connection::connect(&info, config.connect_timeout, config.response_timeout, TICK)
-                .map_err(|e| Error::Connect {
-                    url: redact_url(&config.url),
-                    source: redis::RedisError::from(e),
-                })?;
+    /// Connects (or, for sharded pub/sub, learns the cluster's slots) and
+    /// starts the subscriber thread.
+    pub(crate) fn start(connections: Arc<Connections>, config: &Config) -> Result<PubSub> {
+        let router = Router::new(&connections, config)?;
         let shared = Arc::new(Shared {
             registry: Registry::default(),
-            writer: connection::Writer::default(),
+            router,
             stopping: AtomicBool::new(false),
-            info,
+            connections,
             connect_timeout: config.connect_timeout,
             response_timeout: config.response_timeout,
             linger: config.subscription_linger,
+            threads: Mutex::new(Vec::new()),
         });
-        shared.writer.attach(writer);
-        let thread = {
-            let shared = Arc::clone(&shared);
-            thread::Builder::new()
-                .name("redhold-subscriber".into())
-                .spawn(move || subscriber::run(&shared, reader))
-                .map_err(|e| Error::Redis(e.into()))?
-        };
-        Ok(PubSub {
-            shared,
-            thread: Mutex::new(Some(thread)),
-        })
+        router::start(&shared).map_err(|source| crate::error::Error::Connect {
+            url: config.target(),
+            source,
+        })?;
+        Ok(PubSub { shared })
+    }
+
+    /// The command a release announces itself with: `spublish` with sharded
+    /// pub/sub, else `publish`.
+    pub(crate) fn publish_command(&self) -> &'static str {
+        self.shared.router.publish_command()
     }
 
     /// Registers the calling thread as a waiter on `channel` and makes sure
     /// the channel is subscribed. Waits for the server's confirmation at most
-    /// the response timeout (or `max_wait` if shorter): without it a release could go unheard, which
-    /// costs time (the waiter sleeps until the lock's TTL) but never safety.
+    /// the response timeout (or `max_wait` if shorter): without it a release
+    /// could go unheard, which costs time (the waiter sleeps until the lock's
+    /// TTL) but never safety.
     pub(crate) fn subscribe(&self, channel: &str, max_wait: Duration) -> Subscription<'_> {
         let registry = &self.shared.registry;
         let channel = match registry.join(channel) {
             Joined::Ready(channel) => channel,
             Joined::MustSubscribe(channel) => {
-                if let Err(e) = self
-                    .shared
-                    .writer
-                    .send(&[b"SUBSCRIBE", channel.name.as_bytes()])
-                {
-                    // The subscriber resubscribes every waited channel when
-                    // it reconnects.
-                    log::debug!("SUBSCRIBE {} not sent now: {e}", channel.name);
-                }
+                router::subscribe(&self.shared, &channel);
                 channel
             }
         };
@@ -115,14 +117,15 @@ impl PubSub {
         Subscription { registry, channel }
     }
 
-    /// Stops the subscriber thread, waits for it, and wakes every waiter so
-    /// that it sees the client is shut down.
+    /// Stops the subscriber threads, waits for them, and wakes every waiter
+    /// so that it sees the client is shut down.
     pub(crate) fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        self.shared.writer.detach();
-        if let Some(thread) = self.thread.lock().take() {
+        self.shared.router.close_all();
+        let threads = std::mem::take(&mut *self.shared.threads.lock());
+        for thread in threads {
             if thread.join().is_err() {
-                log::error!("the redhold subscriber thread panicked");
+                log::error!("a redhold subscriber thread panicked");
             }
         }
         self.shared.registry.wake_everyone();

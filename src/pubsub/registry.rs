@@ -77,6 +77,9 @@ struct ChannelState {
     /// was lost, or a waiter stopped waiting for the confirmation, so
     /// releases may have gone unheard.
     wake_all_on_confirm: bool,
+    /// The connection the subscription was sent on (a cluster node in
+    /// sharded mode; always the one connection otherwise).
+    link: Option<Arc<str>>,
 }
 
 /// All channels local threads wait on, by name.
@@ -119,6 +122,7 @@ impl Registry {
                 permits: 0,
                 idle_since: None,
                 wake_all_on_confirm: false,
+                link: None,
             }),
             confirmed: Condvar::new(),
         });
@@ -161,11 +165,14 @@ impl Registry {
 
     /// Channels whose last waiter left more than `linger` ago and that can
     /// be unsubscribed now; they are marked `Unsubscribing`.
-    pub(crate) fn take_idle(&self, linger: Duration) -> Vec<Arc<Channel>> {
+    pub(crate) fn take_idle(&self, linger: Duration, link: &str) -> Vec<Arc<Channel>> {
         let mut idle = Vec::new();
         let mut channels = self.channels.lock();
         channels.retain(|_, channel| {
             let mut st = channel.state.lock();
+            if st.link.as_deref() != Some(link) {
+                return true;
+            }
             match st.idle_since {
                 Some(since) if st.waiters == 0 && since.elapsed() >= linger => match st.sub {
                     SubState::Subscribed => {
@@ -190,6 +197,27 @@ impl Registry {
         let mut channels = self.channels.lock();
         channels.retain(|_, channel| channel.has_waiters());
         channels.values().cloned().collect()
+    }
+
+    /// The channels last subscribed on `link`.
+    pub(crate) fn on_link(&self, link: &str) -> Vec<Arc<Channel>> {
+        self.all()
+            .into_iter()
+            .filter(|c| c.state.lock().link.as_deref() == Some(link))
+            .collect()
+    }
+
+    /// Waited channels whose subscription is not confirmed, to be sent
+    /// again (after a MOVED reply or a slot migration).
+    #[cfg(feature = "cluster")]
+    pub(crate) fn unconfirmed(&self) -> Vec<Arc<Channel>> {
+        self.all()
+            .into_iter()
+            .filter(|c| {
+                let st = c.state.lock();
+                st.waiters > 0 && st.sub == SubState::Requested
+            })
+            .collect()
     }
 
     /// Wakes every waiter of every channel (shutdown, lost connection).
@@ -231,6 +259,23 @@ impl Channel {
     /// be subscribed again after a reconnect.
     pub(crate) fn has_waiters(&self) -> bool {
         self.state.lock().waiters > 0
+    }
+
+    /// Records the connection a SUBSCRIBE for this channel went out on.
+    pub(crate) fn assign(&self, link: &Arc<str>) {
+        self.state.lock().link = Some(Arc::clone(link));
+    }
+
+    /// The server dropped the subscription on its own (a slot moved): it
+    /// must be requested again where the slot lives now. Returns whether
+    /// anyone still waits.
+    pub(crate) fn dropped_by_server(&self) -> bool {
+        let mut st = self.state.lock();
+        if st.sub == SubState::Subscribed {
+            st.sub = SubState::Requested;
+            st.wake_all_on_confirm = true;
+        }
+        st.waiters > 0 && st.sub == SubState::Requested
     }
 
     /// The server confirmed the subscription.
@@ -398,8 +443,10 @@ mod tests {
         let (ch, _) = joined(reg.join("ch"));
         ch.confirm();
         reg.leave(&ch);
-        assert!(reg.take_idle(Duration::from_secs(60)).is_empty());
-        let idle = reg.take_idle(Duration::ZERO);
+        ch.assign(&Arc::from("node"));
+        assert!(reg.take_idle(Duration::from_secs(60), "node").is_empty());
+        assert!(reg.take_idle(Duration::ZERO, "elsewhere").is_empty());
+        let idle = reg.take_idle(Duration::ZERO, "node");
         assert_eq!(idle.len(), 1);
         // A waiter that comes back must subscribe again.
         let (_, must) = joined(reg.join("ch"));

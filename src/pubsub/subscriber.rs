@@ -1,23 +1,21 @@
-//! The subscriber thread: reads the pub/sub socket, wakes waiters, keeps the
-//! connection alive and reconnects when it dies.
+//! A subscriber thread: reads one pub/sub connection, wakes waiters, keeps
+//! the connection alive and hands it to the router when it dies.
 
 use std::sync::atomic::Ordering;
-use std::thread;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::connection::{self, Reader};
+use super::connection::Reader;
 use super::resp::Frame;
+use super::router::{self, Link};
 use super::{Shared, TICK};
 
 /// Silence after which the thread checks the connection with a PING.
 const PING_AFTER: Duration = Duration::from_secs(5);
-/// Longest pause between two reconnect attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
-/// Channels per SUBSCRIBE when resubscribing after a reconnect.
-const RESUBSCRIBE_BATCH: usize = 100;
 
-/// Runs until the client shuts down.
-pub(super) fn run(shared: &Shared, mut reader: Reader) {
+/// Runs until the client shuts down, or (sharded mode) until its node's
+/// connection is lost and its channels have moved elsewhere.
+pub(super) fn run(shared: &Arc<Shared>, link: &Arc<Link>, mut reader: Reader) {
     let mut last_read = Instant::now();
     let mut ping_sent: Option<Instant> = None;
     let mut last_housekeeping = Instant::now();
@@ -35,7 +33,7 @@ pub(super) fn run(shared: &Shared, mut reader: Reader) {
                 }
                 None if last_read.elapsed() > PING_AFTER => {
                     ping_sent = Some(Instant::now());
-                    shared.writer.send(&[b"PING"]).err().map(|e| e.to_string())
+                    link.writer.send(&[b"PING"]).err().map(|e| e.to_string())
                 }
                 _ => None,
             },
@@ -45,12 +43,8 @@ pub(super) fn run(shared: &Shared, mut reader: Reader) {
             if shared.stopping.load(Ordering::SeqCst) {
                 break;
             }
-            log::warn!("redhold pub/sub connection lost ({reason}); reconnecting");
-            shared.writer.detach();
-            for channel in shared.registry.all() {
-                channel.connection_lost();
-            }
-            match reconnect(shared) {
+            log::warn!("redhold pub/sub connection {} lost ({reason})", link.id);
+            match router::link_lost(shared, link) {
                 Some(fresh) => reader = fresh,
                 None => break,
             }
@@ -59,16 +53,21 @@ pub(super) fn run(shared: &Shared, mut reader: Reader) {
         }
         if last_housekeeping.elapsed() >= TICK {
             last_housekeeping = Instant::now();
-            unsubscribe_idle(shared);
+            router::unsubscribe_idle(shared, link);
         }
     }
 }
 
 /// Acts on one frame from the server. Unknown frames and payloads are logged
 /// and ignored: nothing a peer publishes can stop this thread.
-fn dispatch(shared: &Shared, frame: Frame) {
+fn dispatch(shared: &Arc<Shared>, frame: Frame) {
     let items = match frame {
         Frame::Array(Some(items)) => items,
+        Frame::Error(e) if e.starts_with(b"MOVED") => {
+            log::debug!("redhold pub/sub: {}", String::from_utf8_lossy(&e));
+            router::moved(shared);
+            return;
+        }
         Frame::Error(e) => {
             log::warn!(
                 "redhold pub/sub: server error {}",
@@ -110,62 +109,19 @@ fn dispatch(shared: &Shared, frame: Frame) {
                 channel.confirm();
             }
         }
-        b"unsubscribe" | b"sunsubscribe" => {
+        b"unsubscribe" => {
             if let Some(channel) = shared.registry.get(channel) {
                 shared.registry.unsubscribed(&channel);
             }
         }
+        b"sunsubscribe" => {
+            if let Some(channel) = shared.registry.get(channel) {
+                // Either our own UNSUBSCRIBE after the linger, or the node
+                // giving up a slot that moved away.
+                shared.registry.unsubscribed(&channel);
+                router::dropped(shared, channel);
+            }
+        }
         _ => log::debug!("redhold pub/sub: ignoring {items:?}"),
-    }
-}
-
-/// Unsubscribes the channels nobody has waited on for the linger.
-fn unsubscribe_idle(shared: &Shared) {
-    for channel in shared.registry.take_idle(shared.linger) {
-        if let Err(e) = shared
-            .writer
-            .send(&[b"UNSUBSCRIBE", channel.name.as_bytes()])
-        {
-            log::debug!("UNSUBSCRIBE {} not sent: {e}", channel.name);
-        }
-    }
-}
-
-/// Connects again with backoff until it works or the client shuts down, then
-/// subscribes every channel that still has waiters.
-fn reconnect(shared: &Shared) -> Option<Reader> {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return None;
-        }
-        match connection::connect(
-            &shared.info,
-            shared.connect_timeout,
-            shared.response_timeout,
-            TICK,
-        ) {
-            Ok((reader, writer)) => {
-                shared.writer.attach(writer);
-                let channels = shared.registry.still_waited();
-                for batch in channels.chunks(RESUBSCRIBE_BATCH) {
-                    let mut args: Vec<&[u8]> = vec![b"SUBSCRIBE"];
-                    args.extend(batch.iter().map(|c| c.name.as_bytes()));
-                    if let Err(e) = shared.writer.send(&args) {
-                        log::debug!("resubscribe failed: {e}");
-                    }
-                }
-                log::info!(
-                    "redhold pub/sub connection re-established; {} channel(s) resubscribed",
-                    channels.len()
-                );
-                return Some(reader);
-            }
-            Err(e) => {
-                log::debug!("redhold pub/sub reconnect failed: {e}; next try in {backoff:?}");
-                thread::sleep(backoff);
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-            }
-        }
     }
 }

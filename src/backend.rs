@@ -1,0 +1,231 @@
+//! How the client reaches its deployment: one server, a Redis Cluster, or a
+//! master found through Sentinel; with or without TLS.
+
+use std::time::Duration;
+
+#[cfg(feature = "sentinel")]
+use parking_lot::Mutex;
+use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
+
+use crate::config::{redact_url, Config, Deployment};
+use crate::error::{Error, Result};
+
+/// A way to open command connections and to find pub/sub endpoints.
+pub(crate) enum Backend {
+    /// One server (also TLS, also a replica set's master by URL).
+    Standalone(redis::Client),
+    /// A Redis Cluster: commands are routed by their first key.
+    #[cfg(feature = "cluster")]
+    Cluster {
+        client: redis::cluster::ClusterClient,
+        /// The nodes given by the user, for pub/sub and topology queries.
+        seeds: Vec<ConnectionInfo>,
+    },
+    /// The master of a Sentinel-managed group, resolved again for every new
+    /// connection, so that a failover is followed.
+    #[cfg(feature = "sentinel")]
+    Sentinel(Mutex<redis::sentinel::SentinelClient>),
+}
+
+/// One command connection of any backend.
+pub(crate) enum Conn {
+    Single(redis::Connection),
+    // Boxed: a cluster connection is several times the size of a plain one.
+    #[cfg(feature = "cluster")]
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl Conn {
+    /// The connection as the redis crate's command target.
+    pub(crate) fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Conn::Single(c) => c,
+            #[cfg(feature = "cluster")]
+            Conn::Cluster(c) => &mut **c,
+        }
+    }
+
+    /// Sets how long one read or write may block.
+    pub(crate) fn set_timeouts(&self, timeout: Duration) -> RedisResult<()> {
+        match self {
+            Conn::Single(c) => {
+                c.set_read_timeout(Some(timeout))?;
+                c.set_write_timeout(Some(timeout))
+            }
+            #[cfg(feature = "cluster")]
+            Conn::Cluster(c) => {
+                c.set_read_timeout(Some(timeout))?;
+                c.set_write_timeout(Some(timeout))
+            }
+        }
+    }
+}
+
+fn invalid_url(url: &str, e: impl std::fmt::Display) -> Error {
+    Error::InvalidUrl {
+        url: redact_url(url),
+        reason: format!(
+            "{e}; expected redis://[user:password@]host[:port][/db], rediss://… or redis+unix:///path"
+        ),
+    }
+}
+
+/// Parses one URL, refusing address types this build cannot reach.
+fn parse(url: &str) -> Result<ConnectionInfo> {
+    let info = url
+        .into_connection_info()
+        .map_err(|e| invalid_url(url, e))?;
+    if !info.addr().is_supported() {
+        return Err(invalid_url(
+            url,
+            "this address type (TLS or unix socket) is not supported by this build; \
+             enable the `tls` feature for rediss://",
+        ));
+    }
+    Ok(info)
+}
+
+#[cfg(feature = "tls")]
+fn certificates(config: &Config) -> Option<redis::TlsCertificates> {
+    config
+        .tls_root_cert
+        .as_ref()
+        .map(|pem| redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.clone()),
+        })
+}
+
+/// TLS through rustls needs a process-wide crypto provider; install ring's
+/// unless the program installed one already.
+#[cfg(feature = "tls")]
+pub(crate) fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl Backend {
+    /// Parses the deployment's URLs; no I/O.
+    pub(crate) fn new(config: &Config) -> Result<Backend> {
+        #[cfg(feature = "tls")]
+        install_crypto_provider();
+        match &config.deployment {
+            Deployment::Standalone => {
+                let info = parse(&config.url)?;
+                #[cfg(feature = "tls")]
+                if let Some(certs) = certificates(config) {
+                    return redis::Client::build_with_tls(info, certs)
+                        .map(Backend::Standalone)
+                        .map_err(|e| invalid_url(&config.url, e));
+                }
+                redis::Client::open(info)
+                    .map(Backend::Standalone)
+                    .map_err(|e| invalid_url(&config.url, e))
+            }
+            #[cfg(feature = "cluster")]
+            Deployment::Cluster(nodes) => {
+                let seeds = nodes.iter().map(|n| parse(n)).collect::<Result<Vec<_>>>()?;
+                let mut builder = redis::cluster::ClusterClient::builder(seeds.clone())
+                    .connection_timeout(config.connect_timeout)
+                    .response_timeout(config.response_timeout)
+                    // Our own retry rule applies on top; keep the crate's short.
+                    .retries(1);
+                #[cfg(feature = "tls")]
+                if let Some(certs) = certificates(config) {
+                    builder = builder.certs(certs);
+                }
+                let client = builder
+                    .build()
+                    .map_err(|e| invalid_url(&nodes.join(", "), e))?;
+                Ok(Backend::Cluster { client, seeds })
+            }
+            #[cfg(feature = "sentinel")]
+            Deployment::Sentinel { sentinels, master } => {
+                use redis::sentinel::{
+                    SentinelClient, SentinelNodeConnectionInfo, SentinelServerType,
+                };
+                let infos = sentinels
+                    .iter()
+                    .map(|s| parse(s))
+                    .collect::<Result<Vec<_>>>()?;
+                // The master is reached with the credentials of the sentinel
+                // URLs (documented on `ClientBuilder::sentinel`).
+                let node = SentinelNodeConnectionInfo::default()
+                    .set_redis_connection_info(infos[0].redis_settings().clone());
+                #[cfg(feature = "tls")]
+                let node = match infos[0].addr() {
+                    redis::ConnectionAddr::TcpTls { .. } => {
+                        node.set_tls_mode(redis::TlsMode::Secure)
+                    }
+                    _ => node,
+                };
+                let client = SentinelClient::build(
+                    infos,
+                    master.clone(),
+                    Some(node),
+                    SentinelServerType::Master,
+                )
+                .map_err(|e| invalid_url(&sentinels.join(", "), e))?;
+                Ok(Backend::Sentinel(Mutex::new(client)))
+            }
+        }
+    }
+
+    /// Opens one command connection within `connect_timeout`.
+    pub(crate) fn connect(
+        &self,
+        connect_timeout: Duration,
+        response_timeout: Duration,
+    ) -> RedisResult<Conn> {
+        let conn = match self {
+            Backend::Standalone(client) => {
+                Conn::Single(client.get_connection_with_timeout(connect_timeout)?)
+            }
+            #[cfg(feature = "cluster")]
+            Backend::Cluster { client, .. } => Conn::Cluster(Box::new(client.get_connection()?)),
+            #[cfg(feature = "sentinel")]
+            Backend::Sentinel(sentinel) => {
+                let master = sentinel.lock().get_client()?;
+                Conn::Single(master.get_connection_with_timeout(connect_timeout)?)
+            }
+        };
+        conn.set_timeouts(response_timeout)?;
+        Ok(conn)
+    }
+
+    /// Where a single pub/sub connection goes: the server, the current
+    /// master, or a cluster node (`attempt` picks which seed, so that
+    /// reconnects try them in turn).
+    pub(crate) fn pubsub_target(&self, attempt: usize) -> RedisResult<ConnectionInfo> {
+        let _ = attempt; // only a cluster has several places to try
+        match self {
+            Backend::Standalone(client) => Ok(client.get_connection_info().clone()),
+            #[cfg(feature = "cluster")]
+            Backend::Cluster { seeds, .. } => Ok(seeds[attempt % seeds.len()].clone()),
+            #[cfg(feature = "sentinel")]
+            Backend::Sentinel(sentinel) => {
+                Ok(sentinel.lock().get_client()?.get_connection_info().clone())
+            }
+        }
+    }
+
+    /// Whether this is a cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        #[cfg(feature = "cluster")]
+        if let Backend::Cluster { .. } = self {
+            return true;
+        }
+        false
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Standalone(_) => f.write_str("Standalone"),
+            #[cfg(feature = "cluster")]
+            Backend::Cluster { seeds, .. } => write!(f, "Cluster({} seeds)", seeds.len()),
+            #[cfg(feature = "sentinel")]
+            Backend::Sentinel(_) => f.write_str("Sentinel"),
+        }
+    }
+}
