@@ -124,15 +124,16 @@ impl Backend {
             #[cfg(feature = "cluster")]
             Deployment::Cluster(nodes) => {
                 let seeds = nodes.iter().map(|n| parse(n)).collect::<Result<Vec<_>>>()?;
-                let mut builder = redis::cluster::ClusterClient::builder(seeds.clone())
+                let builder = redis::cluster::ClusterClient::builder(seeds.clone())
                     .connection_timeout(config.connect_timeout)
                     .response_timeout(config.response_timeout)
                     // Our own retry rule applies on top; keep the crate's short.
                     .retries(1);
                 #[cfg(feature = "tls")]
-                if let Some(certs) = certificates(config) {
-                    builder = builder.certs(certs);
-                }
+                let builder = match certificates(config) {
+                    Some(certs) => builder.certs(certs),
+                    None => builder,
+                };
                 let client = builder
                     .build()
                     .map_err(|e| invalid_url(&nodes.join(", "), e))?;

@@ -2,7 +2,8 @@
 //! while any thread may write SUBSCRIBE / UNSUBSCRIBE on it at once.
 //!
 //! Writing from the waiting thread itself means a new subscription goes out
-//! immediately, without first waking the reader blocked on the socket.
+//! immediately, without first waking the reader blocked on the socket. TLS
+//! keeps that property: see the `tls` module.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -12,31 +13,79 @@ use parking_lot::Mutex;
 use redis::{ConnectionAddr, ConnectionInfo};
 
 use super::resp::{self, Frame};
+#[cfg(feature = "tls")]
+pub(crate) use super::tls::TlsConnector;
 
-/// A connected socket, TCP or unix.
+/// Stands in for the TLS setup in a build without the `tls` feature, where
+/// `rediss://` addresses are refused.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug)]
+pub(crate) struct TlsConnector;
+
+#[cfg(not(feature = "tls"))]
+impl TlsConnector {
+    /// Nothing to set up; the root certificate cannot be given without the
+    /// `tls` feature.
+    pub(crate) fn new(root_pem: Option<Vec<u8>>) -> TlsConnector {
+        let _ = root_pem;
+        TlsConnector
+    }
+}
+
+/// A connected socket: TCP, TLS over TCP, or unix.
 #[derive(Debug)]
 pub(crate) enum Stream {
+    /// `redis://`.
     Tcp(TcpStream),
+    /// `rediss://`: one half of a TLS session over TCP.
+    #[cfg(feature = "tls")]
+    Tls(super::tls::TlsStream),
+    /// `redis+unix://`.
     #[cfg(unix)]
     Unix(std::os::unix::net::UnixStream),
 }
 
+/// Opens a TCP connection to the first address of `host` that answers
+/// within `timeout`.
+fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host} has no address"));
+    for sock_addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&sock_addr, timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 impl Stream {
-    fn connect(addr: &ConnectionAddr, timeout: Duration) -> io::Result<Stream> {
+    /// Connects to `addr`; the TCP connect and the TLS handshake each get
+    /// `timeout`.
+    fn connect(addr: &ConnectionAddr, tls: &TlsConnector, timeout: Duration) -> io::Result<Stream> {
         match addr {
-            ConnectionAddr::Tcp(host, port) => {
-                let mut last =
-                    io::Error::new(io::ErrorKind::NotFound, format!("{host} has no address"));
-                for sock_addr in (host.as_str(), *port).to_socket_addrs()? {
-                    match TcpStream::connect_timeout(&sock_addr, timeout) {
-                        Ok(s) => {
-                            s.set_nodelay(true)?;
-                            return Ok(Stream::Tcp(s));
-                        }
-                        Err(e) => last = e,
-                    }
-                }
-                Err(last)
+            ConnectionAddr::Tcp(host, port) => Ok(Stream::Tcp(connect_tcp(host, *port, timeout)?)),
+            #[cfg(feature = "tls")]
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                ..
+            } => {
+                let tcp = connect_tcp(host, *port, timeout)?;
+                Ok(Stream::Tls(tls.handshake(tcp, host, *insecure, timeout)?))
+            }
+            #[cfg(not(feature = "tls"))]
+            ConnectionAddr::TcpTls { host, port, .. } => {
+                let _ = tls;
+                Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "pub/sub over TLS (rediss://{host}:{port}) needs redhold's `tls` feature"
+                    ),
+                ))
             }
             #[cfg(unix)]
             ConnectionAddr::Unix(path) => {
@@ -49,49 +98,73 @@ impl Stream {
         }
     }
 
+    /// The other half: a handle on the same socket (and TLS session).
     fn try_clone(&self) -> io::Result<Stream> {
         Ok(match self {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => Stream::Tls(s.try_clone()?),
             #[cfg(unix)]
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
         })
     }
 
+    /// Bounds each blocking read; shared by both halves.
     fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.tcp().set_read_timeout(t),
             #[cfg(unix)]
             Stream::Unix(s) => s.set_read_timeout(t),
         }
     }
 
+    /// Bounds each blocking write; shared by both halves.
     fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_write_timeout(t),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.tcp().set_write_timeout(t),
             #[cfg(unix)]
             Stream::Unix(s) => s.set_write_timeout(t),
         }
     }
 
+    /// Closes the socket for both halves. A TLS connection gets no
+    /// close_notify: sending it could block on a dead peer, and the server
+    /// treats a plain close the same way.
     fn shutdown(&self) {
         let _ = match self {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.tcp().shutdown(Shutdown::Both),
             #[cfg(unix)]
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
         };
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
+    /// Blocks until data arrives and appends it to `buf`; returns how many
+    /// bytes it appended, 0 when the server closed the connection.
+    fn read_into(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let mut chunk = [0u8; 4096];
+        let read = match self {
+            Stream::Tcp(s) => s.read(&mut chunk)?,
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => return s.read_into(buf),
             #[cfg(unix)]
-            Stream::Unix(s) => s.read(buf),
-        }
+            Stream::Unix(s) => s.read(&mut chunk)?,
+        };
+        buf.extend_from_slice(&chunk[..read]);
+        Ok(read)
     }
 
+    /// Sends `bytes` whole (encrypted, over TLS).
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.write_all(bytes),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.write_all(bytes),
             #[cfg(unix)]
             Stream::Unix(s) => s.write_all(bytes),
         }
@@ -112,9 +185,10 @@ pub(crate) struct Writer {
     stream: Mutex<Option<Stream>>,
 }
 
-/// Opens a pub/sub connection, authenticates it and checks with a PING that
-/// the server serves it. The reader wakes up every `tick` with `Ok(None)` so
-/// that its owner can do housekeeping.
+/// Opens a pub/sub connection (with `tls` for `rediss://` addresses),
+/// authenticates it and checks with a PING that the server serves it. The
+/// reader wakes up every `tick` with `Ok(None)` so that its owner can do
+/// housekeeping.
 ///
 /// The PING matters after a disconnection: a server that accepts the socket
 /// and then refuses the client (`maxclients` reached) or does not answer at
@@ -122,11 +196,12 @@ pub(crate) struct Writer {
 /// backoff, not as a connection that then fails at once, again and again.
 pub(crate) fn connect(
     info: &ConnectionInfo,
+    tls: &TlsConnector,
     connect_timeout: Duration,
     response_timeout: Duration,
     tick: Duration,
 ) -> io::Result<(Reader, Stream)> {
-    let stream = Stream::connect(info.addr(), connect_timeout)?;
+    let stream = Stream::connect(info.addr(), tls, connect_timeout)?;
     stream.set_write_timeout(Some(response_timeout))?;
     stream.set_read_timeout(Some(response_timeout))?;
     let mut writer = stream.try_clone()?;
@@ -198,15 +273,14 @@ impl Reader {
                 Ok(None) => {}
                 Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.0)),
             }
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
+            match self.stream.read_into(&mut self.buf) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "the server closed the pub/sub connection",
                     ))
                 }
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
                 Err(e)
                     if matches!(
                         e.kind(),

@@ -8,6 +8,7 @@
 //! - [`connection`]: a socket, read by its subscriber thread, written by
 //!   waiters.
 //! - [`subscriber`]: the thread that reads one connection and wakes waiters.
+//! - `tls` (with the `tls` feature): the same socket over TLS.
 //! - [`resp`]: the reply reader for those sockets.
 //!
 //! A client has one pub/sub connection and one subscriber thread, except
@@ -19,6 +20,8 @@ mod registry;
 mod resp;
 mod router;
 mod subscriber;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,6 +48,8 @@ struct Shared {
     /// The command connections: how to reach the deployment, and where to
     /// ask a cluster for its slots.
     connections: Arc<Connections>,
+    /// The trusted roots for `rediss://` connections, prepared once.
+    tls: connection::TlsConnector,
     connect_timeout: Duration,
     response_timeout: Duration,
     linger: Duration,
@@ -72,6 +77,7 @@ impl PubSub {
             router,
             stopping: AtomicBool::new(false),
             connections,
+            tls: connection::TlsConnector::new(config.tls_root_cert.clone()),
             connect_timeout: config.connect_timeout,
             response_timeout: config.response_timeout,
             linger: config.subscription_linger,

@@ -145,6 +145,7 @@ pub(super) fn start(shared: &Arc<Shared>) -> RedisResult<()> {
 fn open(shared: &Shared, link: &Link, target: &ConnectionInfo) -> RedisResult<Reader> {
     let (reader, writer) = connection::connect(
         target,
+        &shared.tls,
         shared.connect_timeout,
         shared.response_timeout,
         TICK,
