@@ -2,8 +2,16 @@
 //! temp dir, stopped by pid and cleaned up when dropped.
 //!
 //! Every test binary pulls this in with `mod support;` and uses a subset of
-//! it, hence the `dead_code` allowance.
+//! it, hence the `dead_code` allowance. The submodules start deployments made
+//! of several servers; they use no feature-gated redhold API, so every test
+//! binary compiles with any set of features.
 #![allow(dead_code)]
+
+pub(crate) mod cli;
+pub(crate) mod cluster;
+pub(crate) mod replica;
+pub(crate) mod sentinel;
+pub(crate) mod tls;
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
@@ -42,6 +50,8 @@ pub(crate) struct RedisServer {
     dir: PathBuf,
     extra_args: Vec<String>,
     password: Option<String>,
+    /// Listens for TLS only (`--port 0 --tls-port <port>`), see [`tls`].
+    tls: bool,
     child: Option<Child>,
 }
 
@@ -66,6 +76,22 @@ impl RedisServer {
     ///
     /// As [`start`](Self::start).
     pub(crate) fn start_with_args(extra: &[&str]) -> RedisServer {
+        RedisServer::start_inner(extra, false)
+    }
+
+    /// Starts a server that listens for TLS only, on [`port`](Self::port);
+    /// `extra` must name its certificate files. Its readiness is judged by
+    /// the log and a plain TCP connect, since PING would need TLS.
+    /// [`tls::TlsServer`] is the convenient way to get one.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub(crate) fn start_tls_with_args(extra: &[&str]) -> RedisServer {
+        RedisServer::start_inner(extra, true)
+    }
+
+    fn start_inner(extra: &[&str], tls: bool) -> RedisServer {
         check_version();
         let extra_args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let password = extra_args
@@ -79,6 +105,7 @@ impl RedisServer {
             dir: fresh_dir(),
             extra_args,
             password,
+            tls,
             child: None,
         };
         let mut last_failure = String::new();
@@ -106,17 +133,20 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://127.0.0.1:<port>/`, with the `--requirepass` password if any.
+    /// `redis://127.0.0.1:<port>/` (`rediss://` for a TLS server), with the
+    /// `--requirepass` password if any.
     pub(crate) fn url(&self) -> String {
+        let scheme = if self.tls { "rediss" } else { "redis" };
         match &self.password {
-            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}/", self.port),
+            Some(pw) => format!("{scheme}://:{pw}@127.0.0.1:{}/", self.port),
             None => self.url_without_password(),
         }
     }
 
     /// `redis://127.0.0.1:<port>/` even when the server wants a password.
     pub(crate) fn url_without_password(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/", self.port)
     }
 
     /// The server's working directory (holds `log`).
@@ -263,17 +293,14 @@ impl RedisServer {
             .try_clone()
             .map_err(|e| format!("cannot clone output file handle: {e}"))?;
         let log_start = self.log().len();
+        let ports: &[&str] = if self.tls {
+            &["--port", "0", "--tls-port", &port]
+        } else {
+            &["--port", &port]
+        };
         let spawned = Command::new("redis-server")
-            .args([
-                "--port",
-                &port,
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+            .args(ports)
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--dir", &dir, "--logfile", &logfile])
             .args(&self.extra_args)
             .stdin(Stdio::null())
@@ -311,7 +338,14 @@ impl RedisServer {
                 .get(log_start..)
                 .is_some_and(|new| new.contains("Ready to accept connections"));
             // Any reply will do: with a password the server answers NOAUTH.
-            if logged_ready && ping(addr).is_some() {
+            // A TLS port would need a handshake first; accepting a connection
+            // after our process logged readiness is proof enough.
+            let answers = if self.tls {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            } else {
+                ping(addr).is_some()
+            };
+            if logged_ready && answers {
                 return Ok(());
             }
             if Instant::now() >= deadline {

@@ -1,0 +1,293 @@
+//! A master, one replica and three sentinels watching them as `mymaster`,
+//! each process on a free port in its own temp dir, all stopped when dropped.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::replica::start_pair;
+use super::{check_version, free_port, fresh_dir, RedisServer, NOT_FOUND};
+
+/// The name the sentinels know the master by.
+pub(crate) const MASTER_NAME: &str = "mymaster";
+
+/// How long the replica link and the sentinels' view of the deployment may
+/// take to settle (the sentinels find each other through hello messages sent
+/// every 2 s).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How often a fresh port is tried for a sentinel that lost a port race.
+const START_ATTEMPTS: usize = 5;
+
+/// Connect and read timeout for the raw commands sent to sentinels.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Master, replica and three sentinels (quorum 2, master down after 1 s of
+/// silence, failover timeout 5 s).
+///
+/// Dropping it kills every process and removes their directories.
+#[derive(Debug)]
+pub(crate) struct SentinelSetup {
+    /// The first master; [`kill_master`](Self::kill_master) stops it.
+    pub(crate) master: RedisServer,
+    /// The replica, promoted when the master dies.
+    pub(crate) replica: RedisServer,
+    /// The three sentinels.
+    pub(crate) sentinels: Vec<Sentinel>,
+}
+
+impl SentinelSetup {
+    /// Starts the master and the replica, waits until the replica is in
+    /// sync, then starts the sentinels and waits until each of them knows
+    /// the master, the replica and the two other sentinels.
+    ///
+    /// # Panics
+    ///
+    /// If a process does not start or the deployment does not settle
+    /// within 20 s (the message says what was missing).
+    pub(crate) fn start() -> SentinelSetup {
+        let (master, replica) = start_pair();
+        let sentinels = (0..3).map(|_| Sentinel::start(master.port())).collect();
+        let setup = SentinelSetup {
+            master,
+            replica,
+            sentinels,
+        };
+        setup.wait_until_sentinels_settle();
+        setup
+    }
+
+    fn wait_until_sentinels_settle(&self) {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let views: Vec<Result<HashMap<String, String>, String>> =
+                self.sentinels.iter().map(Sentinel::master_state).collect();
+            let settled = views.iter().all(|view| {
+                view.as_ref().is_ok_and(|v| {
+                    v.get("port").map(String::as_str) == Some(&*self.master.port().to_string())
+                        && v.get("flags").map(String::as_str) == Some("master")
+                        && v.get("num-slaves").map(String::as_str) == Some("1")
+                        && v.get("num-other-sentinels").map(String::as_str) == Some("2")
+                })
+            });
+            if settled {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "sentinels did not settle within {SETTLE_TIMEOUT:?} \
+                     (want port {}, flags master, num-slaves 1, num-other-sentinels 2): {views:#?}",
+                    self.master.port()
+                );
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/` of every sentinel.
+    pub(crate) fn sentinel_urls(&self) -> Vec<String> {
+        self.sentinels.iter().map(Sentinel::url).collect()
+    }
+
+    /// The master's port as the first sentinel that answers has it, if any
+    /// answers (right after a failover they may say "no such master").
+    pub(crate) fn master_port_per_sentinels(&self) -> Option<u16> {
+        self.sentinels.iter().find_map(|s| s.master_port().ok())
+    }
+
+    /// Kills the master (SIGKILL), which starts a failover about 1 s later.
+    pub(crate) fn kill_master(&mut self) {
+        self.master.stop();
+    }
+
+    /// Waits until every sentinel names the replica as the master and the
+    /// replica says it is a master; returns how long that took.
+    ///
+    /// # Panics
+    ///
+    /// If that does not happen within `limit`.
+    pub(crate) fn wait_for_failover(&self, limit: Duration) -> Duration {
+        let started = Instant::now();
+        let want = self.replica.port();
+        loop {
+            let all_agree = self
+                .sentinels
+                .iter()
+                .all(|s| s.master_port().ok() == Some(want));
+            let promoted = self
+                .replica
+                .try_cmd::<String>(&["INFO", "replication"])
+                .is_ok_and(|info| info.contains("role:master"));
+            if all_agree && promoted {
+                return started.elapsed();
+            }
+            if started.elapsed() >= limit {
+                let seen: Vec<Result<u16, String>> =
+                    self.sentinels.iter().map(Sentinel::master_port).collect();
+                panic!(
+                    "no failover to the replica (port {want}) within {limit:?}: \
+                     sentinels say {seen:?}, replica promoted: {promoted}\n--- sentinel log ---\n{}",
+                    self.sentinels[0].log()
+                );
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// One `redis-server --sentinel` process with a writable config file.
+#[derive(Debug)]
+pub(crate) struct Sentinel {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Sentinel {
+    /// Starts a sentinel that monitors the master on `master_port`.
+    ///
+    /// # Panics
+    ///
+    /// If it does not answer PING within 10 s.
+    fn start(master_port: u16) -> Sentinel {
+        check_version();
+        let mut sentinel = Sentinel {
+            port: 0,
+            dir: fresh_dir(),
+            child: None,
+        };
+        let mut last_failure = String::new();
+        for _ in 0..START_ATTEMPTS {
+            sentinel.port = free_port();
+            match sentinel.spawn_and_wait(master_port) {
+                Ok(()) => return sentinel,
+                Err(failure) => {
+                    sentinel.kill();
+                    let retry = failure.contains("Address already in use");
+                    last_failure = failure;
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("could not start a sentinel: {last_failure}");
+    }
+
+    fn spawn_and_wait(&mut self, master_port: u16) -> Result<(), String> {
+        let config = self.dir.join("sentinel.conf");
+        let log = self.dir.join("log");
+        // The sentinel rewrites this file as it learns, so it must be ours
+        // and writable; the log is truncated so that a retry reads only its own.
+        let text = format!(
+            "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {log}\n\
+             sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 2\n\
+             sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
+             sentinel failover-timeout {MASTER_NAME} 5000\n",
+            port = self.port,
+            dir = self.dir.display(),
+            log = log.display(),
+        );
+        fs::write(&config, text).map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+        let _ = fs::remove_file(&log);
+        let output = File::create(self.dir.join("output"))
+            .map_err(|e| format!("cannot create {}/output: {e}", self.dir.display()))?;
+        let output2 = output
+            .try_clone()
+            .map_err(|e| format!("cannot clone output file handle: {e}"))?;
+        let spawned = Command::new("redis-server")
+            .arg(&config)
+            .arg("--sentinel")
+            .stdin(Stdio::null())
+            .stdout(output)
+            .stderr(output2)
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) if e.kind() == ErrorKind::NotFound => panic!("{NOT_FOUND}"),
+            Err(e) => panic!("cannot run redis-server --sentinel: {e}"),
+        };
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                return Err(format!(
+                    "sentinel on port {} exited with {status}\n--- output ---\n{}\n--- log ---\n{}",
+                    self.port,
+                    fs::read_to_string(self.dir.join("output")).unwrap_or_default(),
+                    self.log()
+                ));
+            }
+            // Our own log naming our own id guards against answering
+            // somebody else's process that won the port.
+            if self.log().contains("Sentinel ID is") && self.cmd::<String>(&["PING"]).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "sentinel on port {} did not answer within 10 s\n--- log ---\n{}",
+                    self.port,
+                    self.log()
+                ));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The sentinel's log so far.
+    pub(crate) fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("log")).unwrap_or_default()
+    }
+
+    /// Sends one raw command to the sentinel.
+    pub(crate) fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> Result<T, String> {
+        let (name, rest) = args.split_first().expect("cmd needs a command name");
+        let mut cmd = redis::cmd(name);
+        for arg in rest {
+            cmd.arg(*arg);
+        }
+        let mut con = redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(COMMAND_TIMEOUT))
+            .map_err(|e| format!("sentinel {}: {e}", self.url()))?;
+        con.set_read_timeout(Some(COMMAND_TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        cmd.query(&mut con)
+            .map_err(|e| format!("{args:?} on sentinel {}: {e}", self.url()))
+    }
+
+    /// `SENTINEL MASTER mymaster` as field → value.
+    pub(crate) fn master_state(&self) -> Result<HashMap<String, String>, String> {
+        self.cmd(&["SENTINEL", "MASTER", MASTER_NAME])
+    }
+
+    /// The master's port per `SENTINEL GET-MASTER-ADDR-BY-NAME`.
+    pub(crate) fn master_port(&self) -> Result<u16, String> {
+        let addr: Option<(String, u16)> =
+            self.cmd(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME])?;
+        addr.map(|(_, port)| port)
+            .ok_or_else(|| format!("sentinel {} knows no master", self.url()))
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
