@@ -126,6 +126,13 @@ impl fmt::Display for Error {
                 )
             }
             Error::Redis(e) => write!(f, "Redis command failed: {e}"),
+            Error::Connect { url, source } if source.to_string().contains("certificate") => {
+                write!(
+                    f,
+                    "cannot connect to Redis at {url}: {source}; if the server's certificate \
+                     is signed by your own CA, give that CA with ClientBuilder::tls_root_cert"
+                )
+            }
             Error::Connect { url, source } => write!(
                 f,
                 "cannot connect to Redis at {url}: {source}; check that the server runs \
