@@ -85,10 +85,7 @@ impl KindOps for Fair {
             },
             |ttl: &Option<i64>| ttl.is_none(),
         )?;
-        Ok(match ttl {
-            None => Attempt::Acquired(()),
-            Some(ttl) => Attempt::Busy(ttl),
-        })
+        Ok(Attempt::from_ttl_reply(ttl))
     }
 
     fn release(
@@ -98,8 +95,7 @@ impl KindOps for Fair {
         field: &str,
         request_id: &str,
     ) -> Result<Option<i64>> {
-        let latch = names::unlock_latch(at.name, request_id);
-        let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+        let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
         at.client.run_write(
             at.name,
             |conn| {

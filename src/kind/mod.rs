@@ -63,6 +63,26 @@ pub(crate) mod sealed {
         pub name: &'a str,
     }
 
+    impl Target<'_> {
+        /// The unlock latch key of release `request_id` and its TTL in ms
+        /// (see `lua/release.lua`).
+        pub fn unlock_latch(&self, request_id: &str) -> (String, u64) {
+            let ttl = self.client.config().unlock_latch_ttl().as_millis() as u64;
+            (crate::names::unlock_latch(self.name, request_id), ttl)
+        }
+    }
+
+    impl Attempt<()> {
+        /// Reads the reply of an acquire script that answers nil when the
+        /// lock was taken and the lock's PTTL otherwise.
+        pub fn from_ttl_reply(ttl: Option<i64>) -> Self {
+            match ttl {
+                None => Attempt::Acquired(()),
+                Some(ttl) => Attempt::Busy(ttl),
+            }
+        }
+    }
+
     /// The scripts and keys of one kind of lock.
     pub trait KindOps: Send + Sync + Sized + fmt::Debug + 'static {
         /// What a successful acquire hands to the guard (the fencing token).

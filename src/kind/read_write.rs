@@ -130,13 +130,6 @@ fn mode_is(at: Target<'_>, mode: &str) -> Result<bool> {
     Ok(current.as_deref() == Some(mode))
 }
 
-fn busy_or_acquired(ttl: Option<i64>) -> Attempt<()> {
-    match ttl {
-        None => Attempt::Acquired(()),
-        Some(ttl) => Attempt::Busy(ttl),
-    }
-}
-
 impl KindOps for Read {
     type Grant = ();
 
@@ -177,7 +170,7 @@ impl KindOps for Read {
             },
             |ttl: &Option<i64>| ttl.is_none(),
         )?;
-        Ok(busy_or_acquired(ttl))
+        Ok(Attempt::from_ttl_reply(ttl))
     }
 
     fn release(
@@ -188,8 +181,7 @@ impl KindOps for Read {
         request_id: &str,
     ) -> Result<Option<i64>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
-        let latch = names::unlock_latch(at.name, request_id);
-        let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+        let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
         at.client.run_write(
             at.name,
             |conn| {
@@ -260,7 +252,7 @@ impl KindOps for Write {
                 lock: names::shorten(at.name),
             });
         }
-        Ok(busy_or_acquired(ttl))
+        Ok(Attempt::from_ttl_reply(ttl))
     }
 
     fn release(
@@ -270,8 +262,7 @@ impl KindOps for Write {
         field: &str,
         request_id: &str,
     ) -> Result<Option<i64>> {
-        let latch = names::unlock_latch(at.name, request_id);
-        let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+        let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
         at.client.run_write(
             at.name,
             |conn| {

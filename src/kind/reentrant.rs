@@ -16,13 +16,20 @@ pub struct Reentrant {
     channel: String,
 }
 
+impl Reentrant {
+    /// The plain lock called `name`.
+    pub(super) fn new(name: &str) -> Self {
+        Reentrant {
+            channel: names::lock_channel(name),
+        }
+    }
+}
+
 impl KindOps for Reentrant {
     type Grant = ();
 
     fn for_name(name: &str, _client: &Client) -> Self {
-        Reentrant {
-            channel: names::lock_channel(name),
-        }
+        Reentrant::new(name)
     }
 
     fn wait_channel(&self, _field: &str) -> Option<String> {
@@ -36,10 +43,7 @@ impl KindOps for Reentrant {
         field: &str,
         _: bool,
     ) -> Result<Attempt<()>> {
-        acquire_hash(at, lease_ms, field).map(|ttl| match ttl {
-            None => Attempt::Acquired(()),
-            Some(ttl) => Attempt::Busy(ttl),
-        })
+        acquire_hash(at, lease_ms, field).map(Attempt::from_ttl_reply)
     }
 
     fn release(
@@ -80,8 +84,7 @@ pub(crate) fn release_hash(
     field: &str,
     request_id: &str,
 ) -> Result<Option<i64>> {
-    let latch = names::unlock_latch(at.name, request_id);
-    let latch_ttl_ms = at.client.config().unlock_latch_ttl().as_millis() as u64;
+    let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
     at.client.run_write(
         at.name,
         |conn| {

@@ -3,12 +3,11 @@
 
 use std::time::Duration;
 
-use super::reentrant::{acquire_hash, force_release_hash, release_hash};
+use super::reentrant::Reentrant;
 use super::sealed::KindOps;
 use super::{Attempt, Target};
 use crate::client::Client;
 use crate::error::Result;
-use crate::names;
 
 /// The shortest pause between two attempts.
 const MIN_BACKOFF: Duration = Duration::from_millis(1);
@@ -23,7 +22,8 @@ const MIN_BACKOFF: Duration = Duration::from_millis(1);
 /// within its current backoff: 1 ms, doubling to 128 ms by default.
 #[derive(Debug)]
 pub struct Spin {
-    channel: String,
+    /// The plain lock whose keys and scripts this lock uses.
+    plain: Reentrant,
     initial: Duration,
     max: Duration,
 }
@@ -43,7 +43,7 @@ impl KindOps for Spin {
 
     fn for_name(name: &str, _client: &Client) -> Self {
         Spin {
-            channel: names::lock_channel(name),
+            plain: Reentrant::new(name),
             initial: Duration::from_millis(1),
             max: Duration::from_millis(128),
         }
@@ -63,12 +63,9 @@ impl KindOps for Spin {
         at: Target<'_>,
         lease_ms: u64,
         field: &str,
-        _: bool,
+        may_queue: bool,
     ) -> Result<Attempt<()>> {
-        acquire_hash(at, lease_ms, field).map(|ttl| match ttl {
-            None => Attempt::Acquired(()),
-            Some(ttl) => Attempt::Busy(ttl),
-        })
+        self.plain.try_acquire(at, lease_ms, field, may_queue)
     }
 
     fn release(
@@ -78,11 +75,11 @@ impl KindOps for Spin {
         field: &str,
         request_id: &str,
     ) -> Result<Option<i64>> {
-        release_hash(at, &self.channel, lease_ms, field, request_id)
+        self.plain.release(at, lease_ms, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
-        force_release_hash(at, &self.channel)
+        self.plain.force_release(at)
     }
 }
 
@@ -92,7 +89,7 @@ mod tests {
 
     fn spin(initial_ms: u64, max_ms: u64) -> Spin {
         Spin {
-            channel: String::new(),
+            plain: Reentrant::new("spin"),
             initial: MIN_BACKOFF,
             max: Duration::from_millis(128),
         }
