@@ -13,6 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redhold::Client;
+use support::contention::count_under_locks;
 use support::RedisServer;
 
 /// Generous bound for anything that should take milliseconds.
@@ -455,40 +456,18 @@ fn mutual_exclusion_under_contention() {
     let server = RedisServer::start();
     let clients = [server.client(), server.client()];
     let name = "fair:counter";
-    let counter = "fair:counter:value";
-    const THREADS_PER_CLIENT: usize = 4;
-    const ITERATIONS: usize = 25;
-    let workers: Vec<_> = (0..2 * THREADS_PER_CLIENT)
-        .map(|i| {
-            let lock = clients[i % 2].fair_lock(name);
-            let mut con = server.connection();
-            bounded::spawn(&format!("counter-{i}"), move || {
-                for _ in 0..ITERATIONS {
-                    let guard = lock.lock().expect("lock");
-                    increment(&mut con, counter);
-                    guard.unlock().expect("release");
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.join_within(Duration::from_secs(30));
-    }
-    let total: usize = server.cmd(&["GET", counter]);
-    assert_eq!(total, 2 * THREADS_PER_CLIENT * ITERATIONS);
+    // Four threads on each of two clients.
+    let locks = (0..8).map(|i| clients[i % 2].fair_lock(name)).collect();
+    let total = count_under_locks(
+        &server,
+        locks,
+        "fair:counter:value",
+        25,
+        Duration::from_secs(30),
+    );
+    assert_eq!(total, 8 * 25);
     assert!(!exists(&server, name));
     assert!(!exists(&server, &queue_key(name)));
     assert!(!exists(&server, &timeout_key(name)));
     drop::<[Client; 2]>(clients);
-}
-
-/// A read-modify-write that loses updates unless callers exclude each other.
-fn increment(con: &mut redis::Connection, key: &str) {
-    let value: Option<u64> = redis::cmd("GET").arg(key).query(con).expect("GET");
-    thread::yield_now();
-    redis::cmd("SET")
-        .arg(key)
-        .arg(value.unwrap_or(0) + 1)
-        .query::<()>(con)
-        .expect("SET");
 }

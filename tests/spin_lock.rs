@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use support::contention::count_under_locks;
 use support::RedisServer;
 
 /// Generous bound for anything that should take milliseconds.
@@ -175,40 +176,22 @@ fn mutual_exclusion_under_contention() {
     let server = RedisServer::start();
     let clients = [server.client(), server.client()];
     let name = "spin:counter";
-    let counter = "spin:counter:value";
-    const THREADS_PER_CLIENT: usize = 4;
-    const ITERATIONS: usize = 25;
-    let workers: Vec<_> = (0..2 * THREADS_PER_CLIENT)
+    // Four threads on each of two clients.
+    let locks = (0..8)
         .map(|i| {
-            let lock = clients[i % 2]
+            clients[i % 2]
                 .spin_lock(name)
-                .with_backoff(Duration::from_millis(1), Duration::from_millis(16));
-            let mut con = server.connection();
-            bounded::spawn(&format!("counter-{i}"), move || {
-                for _ in 0..ITERATIONS {
-                    let guard = lock.lock().expect("lock");
-                    increment(&mut con, counter);
-                    guard.unlock().expect("release");
-                }
-            })
+                .with_backoff(Duration::from_millis(1), Duration::from_millis(16))
         })
         .collect();
-    for worker in workers {
-        worker.join_within(Duration::from_secs(30));
-    }
-    let total: usize = server.cmd(&["GET", counter]);
-    assert_eq!(total, 2 * THREADS_PER_CLIENT * ITERATIONS);
+    let total = count_under_locks(
+        &server,
+        locks,
+        "spin:counter:value",
+        25,
+        Duration::from_secs(30),
+    );
+    assert_eq!(total, 8 * 25);
     assert!(!exists(&server, name));
     assert!(channels(&server).is_empty(), "{:?}", channels(&server));
-}
-
-/// A read-modify-write that loses updates unless callers exclude each other.
-fn increment(con: &mut redis::Connection, key: &str) {
-    let value: Option<u64> = redis::cmd("GET").arg(key).query(con).expect("GET");
-    thread::yield_now();
-    redis::cmd("SET")
-        .arg(key)
-        .arg(value.unwrap_or(0) + 1)
-        .query::<()>(con)
-        .expect("SET");
 }

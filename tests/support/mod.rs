@@ -9,6 +9,7 @@
 
 pub(crate) mod cli;
 pub(crate) mod cluster;
+pub(crate) mod contention;
 pub(crate) mod replica;
 pub(crate) mod sentinel;
 pub(crate) mod tls;
