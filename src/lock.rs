@@ -382,7 +382,9 @@ impl<K: LockKind> Lock<K> {
                 // A key without expiry, made by someone else: rely on the
                 // release message, but look again now and then.
                 ttl if ttl < 0 => self.client.watchdog_timeout(),
-                ttl => Duration::from_millis(ttl as u64),
+                // At least 1 ms: a lock about to expire reports 0, and
+                // retrying in a tight loop would only load Redis.
+                ttl => Duration::from_millis(ttl.max(1) as u64),
             };
             if let Some(backoff) = self.keys.kind.backoff(failures) {
                 park = park.min(backoff);
