@@ -15,6 +15,12 @@ use crate::kind::{Attempt, Fair, Fenced, LockKind, Read, Reentrant, Spin, Target
 use crate::names;
 use crate::pubsub::Wake;
 
+/// How long a thread that did not wait stands back after a local release
+/// found waiters parked, so that the woken waiter gets the lock instead of a
+/// thread coming straight back for it (barging). A hand-off takes well under
+/// a millisecond; the grace only bounds the cost when the wake-up is lost.
+const HANDOFF_GRACE: Duration = Duration::from_millis(50);
+
 /// A handle on one named lock held in Redis, of kind `K`: by default the
 /// plain reentrant lock (Redisson's `RLock`); see [`LockKind`] for the others.
 ///
@@ -313,25 +319,35 @@ impl<K: LockKind> Lock<K> {
         }
         let field = self.field();
         let may_wait = wait != Some(Duration::ZERO);
-        let started = Instant::now();
-        match self.try_acquire(lease_ms, &field, may_wait)? {
-            Attempt::Acquired(grant) => {
-                Ok(Some(self.guard(lease, lease_ms, field, started, grant)))
-            }
-            Attempt::Busy(_) if !may_wait => Ok(None),
-            Attempt::Busy(_) => {
-                let outcome = self.acquire_slow(lease, lease_ms, &field, wait, interrupt);
-                if !matches!(outcome, Ok(Some(_))) {
-                    self.give_up(&field);
+        // A local waiter is being handed the lock: queue behind it instead
+        // of racing it (threads of one client take turns).
+        let stand_back = may_wait
+            && self
+                .keys
+                .kind
+                .shared_channel()
+                .is_some_and(|channel| self.client.pubsub().handoff_pending(channel));
+        if !stand_back {
+            let started = Instant::now();
+            match self.try_acquire(lease_ms, &field, may_wait)? {
+                Attempt::Acquired(grant) => {
+                    return Ok(Some(self.guard(lease, lease_ms, field, started, grant)))
                 }
-                outcome
+                Attempt::Busy(_) if !may_wait => return Ok(None),
+                Attempt::Busy(_) => {}
             }
         }
+        let outcome = self.acquire_slow(lease, lease_ms, &field, wait, interrupt, stand_back);
+        if !matches!(outcome, Ok(Some(_))) {
+            self.give_up(&field);
+        }
+        outcome
     }
 
     /// The contended path: subscribe, try again, park until woken or the
     /// lock's TTL runs out, and repeat. A kind without pub/sub (the spin
-    /// lock) backs off instead of subscribing.
+    /// lock) backs off instead of subscribing. With `stand_back` the thread
+    /// parks behind the local waiters first (at most [`HANDOFF_GRACE`]).
     #[cold]
     fn acquire_slow(
         &self,
@@ -340,6 +356,7 @@ impl<K: LockKind> Lock<K> {
         field: &Arc<str>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
+        stand_back: bool,
     ) -> Result<Option<LockGuard<K>>> {
         // A wait too long to represent is no wait limit at all.
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
@@ -359,6 +376,13 @@ impl<K: LockKind> Lock<K> {
                 subscription.pass_on();
             }
         };
+        if let (true, Some(subscription)) = (stand_back, &subscription) {
+            let grace = left(Instant::now()).map_or(HANDOFF_GRACE, |l| l.min(HANDOFF_GRACE));
+            match subscription.park(grace, interrupt) {
+                Wake::Interrupted => return Err(self.interrupted()),
+                woke => handed_wake_up = woke == Wake::Notified,
+            }
+        }
         loop {
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 pass_on(handed_wake_up);
@@ -368,6 +392,10 @@ impl<K: LockKind> Lock<K> {
             let attempt = self.try_acquire(lease_ms, field, true);
             if attempt.is_err() {
                 pass_on(handed_wake_up);
+            }
+            if let (true, Some(subscription)) = (handed_wake_up, &subscription) {
+                // The woken waiter has had its turn: newcomers may try.
+                subscription.handoff_done();
             }
             let ttl = match attempt? {
                 Attempt::Acquired(grant) => {
@@ -504,6 +532,11 @@ impl<K: LockKind> Lock<K> {
             .keys
             .kind
             .release(self.target(), lease_ms, field, &request_id)?;
+        if reply == Some(1) {
+            if let Some(channel) = self.keys.kind.shared_channel() {
+                self.client.pubsub().released(channel, HANDOFF_GRACE);
+            }
+        }
         match reply {
             Some(_) => Ok(()),
             None => Err(self.lost()),

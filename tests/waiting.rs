@@ -248,3 +248,43 @@ fn local_waiters_share_one_subscription() {
         waiter.join_within(WAKE_LIMIT).expect("lock");
     }
 }
+
+/// A thread that releases and at once locks again does not take the lock
+/// back from a local thread that was already waiting for it: the woken
+/// waiter goes first (threads of one client take turns).
+#[test]
+fn a_parked_local_waiter_goes_before_a_thread_that_comes_straight_back() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let lock = client.lock("turns");
+    let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    let first = lock.lock().expect("first hold");
+    let waiter = {
+        let lock = lock.clone();
+        let order = std::sync::Arc::clone(&order);
+        bounded::spawn("waiter", move || {
+            let guard = lock.lock().expect("waiter's lock");
+            order.lock().unwrap().push("waiter");
+            std::thread::sleep(Duration::from_millis(50));
+            drop(guard);
+        })
+    };
+    // The waiter has failed its first try and subscribed; give it time to
+    // park after its second try.
+    let subscribed = bounded::wait_until(WAKE_LIMIT, || {
+        server
+            .cmd::<(String, u32)>(&["PUBSUB", "NUMSUB", "redisson_lock__channel:{turns}"])
+            .1
+            == 1
+    });
+    assert!(subscribed.is_some(), "the waiter never subscribed");
+    std::thread::sleep(STAYS_BLOCKED);
+
+    drop(first);
+    let again = lock.lock().expect("lock again");
+    order.lock().unwrap().push("releaser");
+    drop(again);
+    waiter.join_within(WAKE_LIMIT);
+    assert_eq!(*order.lock().unwrap(), ["waiter", "releaser"]);
+}

@@ -44,6 +44,10 @@ impl KindOps for Fenced {
         Some(self.channel.clone())
     }
 
+    fn shared_channel(&self) -> Option<&str> {
+        Some(&self.channel)
+    }
+
     fn try_acquire(
         &self,
         at: Target<'_>,

@@ -105,6 +105,13 @@ pub(crate) mod sealed {
         /// `None` when the kind does not use pub/sub.
         fn wait_channel(&self, field: &str) -> Option<String>;
 
+        /// The one channel every waiter of this lock listens on, when there
+        /// is one (not for the fair lock's per-waiter channels, nor for the
+        /// spin lock): local hand-offs are arranged on it.
+        fn shared_channel(&self) -> Option<&str> {
+            None
+        }
+
         /// The longest pause between two attempts when the kind does not use
         /// pub/sub, given how many attempts failed so far.
         fn backoff(&self, _failures: u32) -> Option<std::time::Duration> {

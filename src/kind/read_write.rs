@@ -148,6 +148,10 @@ impl KindOps for Read {
         Some(self.channel.clone())
     }
 
+    fn shared_channel(&self) -> Option<&str> {
+        Some(&self.channel)
+    }
+
     fn try_acquire(
         &self,
         at: Target<'_>,
@@ -225,6 +229,10 @@ impl KindOps for Write {
 
     fn wait_channel(&self, _field: &str) -> Option<String> {
         Some(self.channel.clone())
+    }
+
+    fn shared_channel(&self) -> Option<&str> {
+        Some(&self.channel)
     }
 
     fn try_acquire(

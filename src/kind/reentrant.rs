@@ -36,6 +36,10 @@ impl KindOps for Reentrant {
         Some(self.channel.clone())
     }
 
+    fn shared_channel(&self) -> Option<&str> {
+        Some(&self.channel)
+    }
+
     fn try_acquire(
         &self,
         at: Target<'_>,

@@ -123,6 +123,23 @@ impl PubSub {
         Subscription { registry, channel }
     }
 
+    /// A local thread fully released the lock announced on `channel`; see
+    /// [`Channel::expect_handoff`].
+    pub(crate) fn released(&self, channel: &str, grace: Duration) {
+        if let Some(channel) = self.shared.registry.get(channel.as_bytes()) {
+            channel.expect_handoff(grace);
+        }
+    }
+
+    /// Whether a thread about to take the lock announced on `channel` should
+    /// stand back for a local waiter that is being woken.
+    pub(crate) fn handoff_pending(&self, channel: &str) -> bool {
+        self.shared
+            .registry
+            .get(channel.as_bytes())
+            .is_some_and(|channel| channel.handoff_pending())
+    }
+
     /// Stops the subscriber threads, waits for them, and wakes every waiter
     /// so that it sees the client is shut down.
     pub(crate) fn shutdown(&self) {
@@ -161,6 +178,11 @@ impl Subscription<'_> {
     /// Hands a wake-up this waiter received but will not use to the next one.
     pub(crate) fn pass_on(&self) {
         self.channel.wake_one();
+    }
+
+    /// This waiter, woken by a release, has made its attempt on the lock.
+    pub(crate) fn handoff_done(&self) {
+        self.channel.handoff_done();
     }
 }
 

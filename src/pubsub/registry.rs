@@ -80,6 +80,10 @@ struct ChannelState {
     /// The connection the subscription was sent on (a cluster node in
     /// sharded mode; always the one connection otherwise).
     link: Option<Arc<str>>,
+    /// Until when a local thread that did not wait must stand back: a
+    /// release found waiters parked here, and the one woken should get the
+    /// lock rather than a thread that comes back for it at once.
+    handoff_until: Option<Instant>,
 }
 
 /// All channels local threads wait on, by name.
@@ -123,6 +127,7 @@ impl Registry {
                 idle_since: None,
                 wake_all_on_confirm: false,
                 link: None,
+                handoff_until: None,
             }),
             confirmed: Condvar::new(),
         });
@@ -229,6 +234,28 @@ impl Registry {
 }
 
 impl Channel {
+    /// A local thread released the lock: if waiters are parked here, the
+    /// oldest is about to be woken, so newcomers stand back for `grace`.
+    pub(crate) fn expect_handoff(&self, grace: Duration) {
+        let mut st = self.state.lock();
+        if !st.parked.is_empty() || st.permits > 0 {
+            st.handoff_until = Instant::now().checked_add(grace);
+        }
+    }
+
+    /// Whether a newcomer should stand back (see [`expect_handoff`](Self::expect_handoff)).
+    pub(crate) fn handoff_pending(&self) -> bool {
+        self.state
+            .lock()
+            .handoff_until
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    /// The woken waiter has made its attempt: newcomers may try again.
+    pub(crate) fn handoff_done(&self) {
+        self.state.lock().handoff_until = None;
+    }
+
     /// Whether the server has confirmed the subscription.
     pub(crate) fn is_subscribed(&self) -> bool {
         self.state.lock().sub == SubState::Subscribed
