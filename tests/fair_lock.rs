@@ -49,10 +49,6 @@ fn deadlines(server: &RedisServer, name: &str) -> HashMap<String, i64> {
         .collect()
 }
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", key]) == 1
-}
-
 /// How many connections listen on `channel`.
 fn subscribers(server: &RedisServer, channel: &str) -> i64 {
     let reply: (String, i64) = server.cmd(&["PUBSUB", "NUMSUB", channel]);
@@ -69,19 +65,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
         .as_millis() as i64
-}
-
-/// How many scripts the server has run so far (EVAL and EVALSHA).
-fn scripts_run(server: &RedisServer) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split([':', ','])
-                .find_map(|kv| kv.strip_prefix("calls="))
-                .and_then(|n| n.parse::<u64>().ok())
-        })
-        .sum()
 }
 
 #[track_caller]
@@ -160,12 +143,9 @@ fn waiters_on_two_clients_get_the_lock_in_arrival_order() {
         waiter.join_within(Duration::from_secs(10));
     }
     assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
-    assert!(!exists(&server, name));
-    assert!(!exists(&server, &queue_key(name)), "the queue is empty");
-    assert!(
-        !exists(&server, &timeout_key(name)),
-        "the deadlines are gone"
-    );
+    assert!(!server.exists(name));
+    assert!(!server.exists(&queue_key(name)), "the queue is empty");
+    assert!(!server.exists(&timeout_key(name)), "the deadlines are gone");
 }
 
 #[test]
@@ -225,8 +205,8 @@ fn a_waiter_that_times_out_leaves_the_queue_without_stalling_it() {
         "the queue behind the quitter moved on at once"
     );
     assert_eq!(*order.lock().unwrap(), vec![1, 2]);
-    assert!(!exists(&server, &queue_key(name)));
-    assert!(!exists(&server, &timeout_key(name)));
+    assert!(!server.exists(&queue_key(name)));
+    assert!(!server.exists(&timeout_key(name)));
 }
 
 #[test]
@@ -252,7 +232,7 @@ fn a_dead_waiter_is_dropped_once_its_deadline_passes() {
     assert!(matches!(jumped, Ok(false)), "try_lock jumped the queue");
     assert_eq!(queue(&server, name), vec![ghost.to_owned()]);
 
-    let scripts_before = scripts_run(&server);
+    let scripts_before = server.scripts_run();
     let lock = client.fair_lock(name);
     let waiter = bounded::spawn("behind-the-ghost", move || {
         let guard = lock.lock().expect("lock() behind a dead waiter");
@@ -262,7 +242,7 @@ fn a_dead_waiter_is_dropped_once_its_deadline_passes() {
     });
     wait_for_queue_len(&server, name, 2);
     assert!(
-        !exists(&server, name),
+        !server.exists(name),
         "nobody holds it while the ghost heads"
     );
     let got_at = waiter.join_within(PROMPTLY);
@@ -272,13 +252,13 @@ fn a_dead_waiter_is_dropped_once_its_deadline_passes() {
         ghost_deadline - got_at
     );
     // Told to wait for the head's deadline, it does not poll meanwhile.
-    let scripts = scripts_run(&server) - scripts_before;
+    let scripts = server.scripts_run() - scripts_before;
     assert!(
         scripts < 50,
         "{scripts} scripts ran while one waiter waited 1 s for a dead head"
     );
-    assert!(!exists(&server, &queue_key(name)), "the ghost was dropped");
-    assert!(!exists(&server, &timeout_key(name)));
+    assert!(!server.exists(&queue_key(name)), "the ghost was dropped");
+    assert!(!server.exists(&timeout_key(name)));
 }
 
 #[test]
@@ -322,8 +302,8 @@ fn a_dead_head_stalls_the_waiters_behind_it_only_until_its_deadline() {
         now_ms() >= ghost_deadline,
         "the live waiter went ahead of the ghost before its deadline"
     );
-    assert!(!exists(&server, &queue_key(name)));
-    assert!(!exists(&server, &timeout_key(name)));
+    assert!(!server.exists(&queue_key(name)));
+    assert!(!server.exists(&timeout_key(name)));
 }
 
 #[test]
@@ -344,8 +324,8 @@ fn an_interrupted_waiter_leaves_the_queue() {
         waiter.join_within(PROMPTLY),
         Err(redhold::Error::Interrupted { .. })
     ));
-    assert!(!exists(&server, &queue_key(name)));
-    assert!(!exists(&server, &timeout_key(name)));
+    assert!(!server.exists(&queue_key(name)));
+    assert!(!server.exists(&timeout_key(name)));
     drop(holder);
 }
 
@@ -355,7 +335,7 @@ fn releasing_a_vanished_lock_reports_it_and_still_wakes_the_head() {
     let (a, b) = (server.client(), server.client());
     let name = "fair:vanished";
     let holder = a.fair_lock(name).lock().expect("free lock");
-    let scripts_before = scripts_run(&server);
+    let scripts_before = server.scripts_run();
     let lock = b.fair_lock(name);
     let waiter = bounded::spawn("head", move || {
         let guard = lock.lock()?;
@@ -363,7 +343,7 @@ fn releasing_a_vanished_lock_reports_it_and_still_wakes_the_head() {
     });
     // The waiter queues, subscribes, looks once more and is told to wait
     // out the lock's TTL: two acquire scripts.
-    let looked_twice = bounded::wait_until(PROMPTLY, || scripts_run(&server) >= scripts_before + 2);
+    let looked_twice = bounded::wait_until(PROMPTLY, || server.scripts_run() >= scripts_before + 2);
     assert!(looked_twice.is_some(), "the waiter did not try twice");
     assert_eq!(queue_len(&server, name), 1);
     // The lock vanishes behind everyone's back (as when it expires): nobody
@@ -378,7 +358,7 @@ fn releasing_a_vanished_lock_reports_it_and_still_wakes_the_head() {
     waiter
         .join_within(PROMPTLY)
         .expect("the head takes the lock");
-    assert!(!exists(&server, &queue_key(name)));
+    assert!(!server.exists(&queue_key(name)));
 }
 
 #[test]
@@ -414,8 +394,8 @@ fn a_try_without_wait_does_not_join_the_queue() {
     let got =
         bounded::spawn("trier", move || lock.try_lock().map(|g| g.is_some())).join_within(PROMPTLY);
     assert!(matches!(got, Ok(false)));
-    assert!(!exists(&server, &queue_key(name)));
-    assert!(!exists(&server, &timeout_key(name)));
+    assert!(!server.exists(&queue_key(name)));
+    assert!(!server.exists(&timeout_key(name)));
     drop(holder);
 }
 
@@ -466,8 +446,8 @@ fn mutual_exclusion_under_contention() {
         Duration::from_secs(30),
     );
     assert_eq!(total, 8 * 25);
-    assert!(!exists(&server, name));
-    assert!(!exists(&server, &queue_key(name)));
-    assert!(!exists(&server, &timeout_key(name)));
+    assert!(!server.exists(name));
+    assert!(!server.exists(&queue_key(name)));
+    assert!(!server.exists(&timeout_key(name)));
     drop::<[Client; 2]>(clients);
 }

@@ -20,10 +20,6 @@ fn token_key(name: &str) -> String {
     format!("redisson_lock_token:{{{name}}}")
 }
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", key]) == 1
-}
-
 #[test]
 fn tokens_strictly_increase_across_threads_clients_and_reentries() {
     let server = RedisServer::start();
@@ -71,7 +67,7 @@ fn tokens_strictly_increase_across_threads_clients_and_reentries() {
     assert_eq!(counter, *tokens.last().expect("tokens"));
     assert_eq!(counter, n as u64, "one token per acquire, starting at 1");
     assert_eq!(server.cmd::<i64>(&["PTTL", &token_key(name)]), -1);
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }
 
 #[test]
@@ -138,14 +134,14 @@ fn the_layout_is_the_plain_lock_plus_a_token_counter() {
     assert_eq!(server.cmd::<u64>(&["GET", &token_key(name)]), 2);
     drop(inner);
     drop(outer);
-    assert!(!exists(&server, name));
-    assert!(exists(&server, &token_key(name)), "the counter stays");
+    assert!(!server.exists(name));
+    assert!(server.exists(&token_key(name)), "the counter stays");
 
     // A name with a hash tag keeps it in the helper key.
     let tagged = client.fenced_lock("{ledger}:7");
     let guard = tagged.lock().expect("lock");
     assert_eq!(guard.token(), 1);
-    assert!(exists(&server, "redisson_lock_token:{ledger}:7"));
+    assert!(server.exists("redisson_lock_token:{ledger}:7"));
     drop(guard);
 }
 
@@ -196,7 +192,7 @@ fn fenced_and_plain_locks_on_one_name_exclude_and_wake_each_other() {
     waiter
         .join_within(PROMPTLY)
         .expect("plain lock after the fenced one");
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     // A plain acquire does not count.
     assert_eq!(server.cmd::<u64>(&["GET", &token_key(name)]), 2);
 }
@@ -216,5 +212,5 @@ fn mutual_exclusion_under_contention() {
         Duration::from_secs(30),
     );
     assert_eq!(total, 8 * 25);
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }

@@ -10,10 +10,6 @@ use std::time::{Duration, Instant};
 use redhold::Error;
 use support::RedisServer;
 
-fn exists(server: &RedisServer, name: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", name]) == 1
-}
-
 #[test]
 fn leased_lock_expires_and_release_reports_it_lost() {
     let server = RedisServer::start();
@@ -26,7 +22,7 @@ fn leased_lock_expires_and_release_reports_it_lost() {
     let ttl: i64 = server.cmd(&["PTTL", "leased"]);
     assert!(ttl > 0 && ttl <= 500, "PTTL {ttl} for a 500 ms lease");
 
-    let gone_after = bounded::wait_until(Duration::from_secs(5), || !exists(&server, "leased"))
+    let gone_after = bounded::wait_until(Duration::from_secs(5), || !server.exists("leased"))
         .expect("the key expires after its lease");
     let lived = taken.elapsed();
     assert!(
@@ -48,10 +44,8 @@ fn watchdog_does_not_renew_a_leased_lock() {
     let client = server.client_with_watchdog(Duration::from_secs(1));
     let lock = client.lock("leased-watched");
     let guard = lock.lock_with_lease(Duration::from_millis(600)).unwrap();
-    bounded::wait_until(Duration::from_secs(4), || {
-        !exists(&server, "leased-watched")
-    })
-    .expect("a leased lock expires even with a watchdog running");
+    bounded::wait_until(Duration::from_secs(4), || !server.exists("leased-watched"))
+        .expect("a leased lock expires even with a watchdog running");
     drop(guard);
 }
 
@@ -80,7 +74,7 @@ fn late_release_leaves_the_next_holder_alone() {
     assert_eq!(second.hold_count().unwrap(), 1);
 
     taken.unlock().unwrap();
-    assert!(!exists(&server, "relay"));
+    assert!(!server.exists("relay"));
 }
 
 #[test]

@@ -34,10 +34,6 @@ fn only_field(server: &RedisServer, name: &str) -> (String, String) {
     all.into_iter().next().expect("one entry")
 }
 
-fn exists(server: &RedisServer, name: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", name]) == 1
-}
-
 #[test]
 fn reentrant_holds_are_counted_in_redis() {
     let server = RedisServer::start();
@@ -85,7 +81,7 @@ fn reentrant_holds_are_counted_in_redis() {
 
     first.unlock().expect("last release");
     assert!(
-        !exists(&server, "orders:42"),
+        !server.exists("orders:42"),
         "fully released lock is deleted"
     );
     assert_eq!(lock.hold_count().unwrap(), 0);
@@ -145,7 +141,7 @@ fn another_thread_of_the_same_client_is_excluded() {
         other_field[0], main_field,
         "threads must have distinct fields"
     );
-    assert!(!exists(&server, "shared"));
+    assert!(!server.exists("shared"));
 }
 
 #[test]
@@ -199,12 +195,12 @@ fn guard_can_own_a_temporary_lock_handle() {
     let client = server.client();
     // The `Lock` is a temporary here: the guard must keep what it needs.
     let guard = client.lock("temporary").lock().unwrap();
-    assert!(exists(&server, "temporary"));
+    assert!(server.exists("temporary"));
     drop(client);
     guard
         .unlock()
         .expect("release through the guard's own handle");
-    assert!(!exists(&server, "temporary"));
+    assert!(!server.exists("temporary"));
 }
 
 #[test]
@@ -248,7 +244,7 @@ fn eight_threads_on_two_clients_exclude_each_other() {
     }
     let total: u64 = server.cmd(&["GET", "counter"]);
     assert_eq!(total, (THREADS * ROUNDS) as u64);
-    assert!(!exists(&server, "counter-lock"));
+    assert!(!server.exists("counter-lock"));
 }
 
 #[test]
@@ -286,17 +282,17 @@ fn leaked_hold_stays_renewed_until_unlock() {
     assert!(lock.is_locked().unwrap(), "a leaked hold is still renewed");
 
     lock.unlock().expect("explicit unlock of the leaked hold");
-    assert!(!exists(&server, "leaky"));
+    assert!(!server.exists("leaky"));
     assert!(matches!(lock.unlock(), Err(Error::NotHeld { .. })));
 
     // A leaked leased hold can be released the same way.
     lock.lock_with_lease(Duration::from_secs(10))
         .unwrap()
         .leak();
-    assert!(exists(&server, "leaky"));
+    assert!(server.exists("leaky"));
     lock.unlock()
         .expect("explicit unlock of the leaked leased hold");
-    assert!(!exists(&server, "leaky"));
+    assert!(!server.exists("leaky"));
 }
 
 #[test]
@@ -310,7 +306,7 @@ fn explicit_unlock_releases_one_of_several_holds() {
     lock.unlock().unwrap();
     assert_eq!(lock.hold_count().unwrap(), 1);
     guard.unlock().unwrap();
-    assert!(!exists(&server, "mixed"));
+    assert!(!server.exists("mixed"));
 }
 
 #[test]
@@ -322,11 +318,11 @@ fn guard_dropped_by_a_panic_releases_the_lock() {
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         let _guard = lock.lock().unwrap();
         let _again = lock.lock().unwrap();
-        assert!(exists(&server, "panicky"));
+        assert!(server.exists("panicky"));
         panic!("boom inside the critical section");
     }));
     assert!(outcome.is_err());
-    assert!(!exists(&server, "panicky"), "unwinding released both holds");
+    assert!(!server.exists("panicky"), "unwinding released both holds");
 
     // Same on a thread that dies of the panic.
     let on_thread = lock.clone();
@@ -339,7 +335,7 @@ fn guard_dropped_by_a_panic_releases_the_lock() {
     })
     .join_within(PROMPTLY);
     assert!(died);
-    assert!(!exists(&server, "panicky"));
+    assert!(!server.exists("panicky"));
     let other = server.client().lock("panicky");
     assert!(
         other.try_lock().unwrap().is_some(),

@@ -24,10 +24,6 @@ fn hash(server: &RedisServer, name: &str) -> HashMap<String, String> {
     server.cmd(&["HGETALL", name])
 }
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", key]) == 1
-}
-
 fn pttl(server: &RedisServer, key: &str) -> i64 {
     server.cmd(&["PTTL", key])
 }
@@ -61,19 +57,6 @@ fn only_field_of(server: &RedisServer, name: &str, client: &Client) -> (String, 
     let fields = fields_of(server, name, client);
     assert_eq!(fields.len(), 1, "one field of {}: {fields:?}", client.id());
     fields.into_iter().next().expect("one field")
-}
-
-/// How many scripts the server has run so far (EVAL and EVALSHA).
-fn scripts_run(server: &RedisServer) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split([':', ','])
-                .find_map(|kv| kv.strip_prefix("calls="))
-                .and_then(|n| n.parse::<u64>().ok())
-        })
-        .sum()
 }
 
 /// The current value of a shared counter.
@@ -137,7 +120,7 @@ fn readers_on_two_clients_overlap() {
     for reader in readers {
         assert!(reader.join_within(PROMPTLY), "a reader was not told to go");
     }
-    assert!(!exists(&server, name), "the last reader deletes the hash");
+    assert!(!server.exists(name), "the last reader deletes the hash");
     assert!(hold_keys(&server, name).is_empty());
 }
 
@@ -160,7 +143,7 @@ fn read_holds_are_reentrant_with_one_key_per_hold() {
     assert_eq!(hold_keys(&server, name), vec![hold_key(name, &field, 1)]);
     assert_eq!(read.hold_count().unwrap(), 1);
     first.unlock().expect("last read release");
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     assert!(hold_keys(&server, name).is_empty());
 }
 
@@ -174,10 +157,10 @@ fn hash_tagged_names_keep_their_tag_in_hold_keys_and_channel() {
     let read = rw.read().lock().expect("read lock");
     let field = fields_of(&server, name, &client)[0].0.clone();
     let key = format!("{{cfg}}:app:{field}:rwlock_timeout:1");
-    assert!(exists(&server, &key), "hold key {key}");
+    assert!(server.exists(&key), "hold key {key}");
     // The watchdog renews the tagged hold key too.
     thread::sleep(Duration::from_millis(1500));
-    assert!(exists(&server, &key), "hold key {key} renewed");
+    assert!(server.exists(&key), "hold key {key} renewed");
 
     let other = client.read_write_lock(name);
     let waiter = bounded::spawn("tagged-writer", move || other.write().lock().map(drop));
@@ -250,7 +233,7 @@ fn a_writer_excludes_readers_and_other_writers() {
     waiter.assert_running_for(Duration::from_millis(300));
     write.unlock().expect("write release");
     waiter.join_within(PROMPTLY);
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }
 
 #[test]
@@ -283,7 +266,7 @@ fn readers_exclude_writers_until_the_last_one_leaves() {
     go_tx.send(()).expect("second reader waits");
     second.join_within(PROMPTLY);
     writer.join_within(PROMPTLY);
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }
 
 #[test]
@@ -343,7 +326,7 @@ fn the_writer_downgrades_to_a_reader() {
     ));
 
     read.unlock().expect("read release");
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     assert!(hold_keys(&server, name).is_empty());
 }
 
@@ -424,7 +407,7 @@ fn a_dead_readers_holds_expire() {
     let ttl = pttl(&server, name);
     assert!(ttl > 0 && ttl <= 600, "the hash has TTL {ttl}, lease 600");
     let gone = bounded::wait_until(PROMPTLY, || {
-        !exists(&server, name) && keys.iter().all(|k| !exists(&server, k))
+        !server.exists(name) && keys.iter().all(|k| !server.exists(k))
     });
     assert!(
         gone.is_some(),
@@ -449,11 +432,9 @@ fn a_dead_readers_holds_expire() {
         .leak();
     let (field, _) = only_field_of(&server, name, &short);
     let key = hold_key(name, &field, 1);
-    assert!(exists(&server, &key));
+    assert!(server.exists(&key));
     short.shutdown().expect("shutdown");
-    let gone = bounded::wait_until(PROMPTLY, || {
-        !exists(&server, name) && !exists(&server, &key)
-    });
+    let gone = bounded::wait_until(PROMPTLY, || !server.exists(name) && !server.exists(&key));
     assert!(gone.is_some(), "the shut-down reader's holds stayed");
 }
 
@@ -474,9 +455,7 @@ fn a_dead_readers_field_does_not_outlive_the_live_readers() {
     .join_within(PROMPTLY)
     .expect("second reader");
     let (dead_field, _) = only_field_of(&server, name, &b);
-    let gone = bounded::wait_until(PROMPTLY, || {
-        !exists(&server, &hold_key(name, &dead_field, 1))
-    });
+    let gone = bounded::wait_until(PROMPTLY, || !server.exists(&hold_key(name, &dead_field, 1)));
     assert!(gone.is_some());
     assert!(
         hash(&server, name).contains_key(&dead_field),
@@ -485,7 +464,7 @@ fn a_dead_readers_field_does_not_outlive_the_live_readers() {
     // When the live reader leaves, the lock is free although the dead
     // reader's field was still in the hash.
     alive.unlock().expect("read release");
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     let rw = b.read_write_lock(name);
     let wrote = bounded::spawn("writer", move || rw.write().try_lock().map(|g| g.is_some()))
         .join_within(PROMPTLY);
@@ -514,7 +493,7 @@ fn the_watchdog_renews_read_holds() {
     assert_eq!(rw.read().hold_count().unwrap(), 2);
     second.unlock().expect("read release");
     first.unlock().expect("last read release");
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     assert!(hold_keys(&server, name).is_empty());
 }
 
@@ -530,7 +509,7 @@ fn a_write_release_wakes_every_waiting_reader() {
         .write()
         .lock()
         .expect("write lock");
-    let scripts_before = scripts_run(&server);
+    let scripts_before = server.scripts_run();
 
     const READERS: usize = 6;
     let started = Arc::new(AtomicUsize::new(0));
@@ -565,7 +544,7 @@ fn a_write_release_wakes_every_waiting_reader() {
     assert!(listening.is_some(), "two clients listen on {channel}");
     // Each reader tries, subscribes, tries again and parks: two attempts.
     let parked = bounded::wait_until(PROMPTLY, || {
-        scripts_run(&server) >= scripts_before + 2 * READERS as u64
+        server.scripts_run() >= scripts_before + 2 * READERS as u64
     });
     assert!(parked.is_some(), "the readers did not all try twice");
     thread::sleep(Duration::from_millis(100));
@@ -582,7 +561,7 @@ fn a_write_release_wakes_every_waiting_reader() {
         );
         assert!(overlapped, "the readers did not all hold at once");
     }
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }
 
 #[test]
@@ -593,9 +572,9 @@ fn force_unlock_deletes_only_the_named_mode() {
     let rw = client.read_write_lock(name);
     let read = rw.read().lock().expect("read lock");
     assert!(!rw.write().force_unlock().unwrap(), "not write-locked");
-    assert!(exists(&server, name));
+    assert!(server.exists(name));
     assert!(rw.read().force_unlock().unwrap());
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     assert!(matches!(read.unlock(), Err(Error::LockLost { .. })));
 
     let write = rw.write().lock().expect("write lock");
@@ -648,7 +627,7 @@ fn mutual_exclusion_under_contention() {
         torn.lock().unwrap().is_empty(),
         "writes during reads: {torn:?}"
     );
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     assert!(hold_keys(&server, name).is_empty());
 }
 

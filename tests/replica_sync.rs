@@ -27,10 +27,6 @@ fn syncing_client(master: &RedisServer) -> Client {
         .unwrap_or_else(|e| panic!("client with sync_replicas: {e}"))
 }
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", key]) == 1
-}
-
 #[test]
 fn acquire_and_release_reach_the_replica_before_returning() {
     let (master, replica) = start_pair();
@@ -39,14 +35,14 @@ fn acquire_and_release_reach_the_replica_before_returning() {
     let guard = client.lock("synced").lock().expect("acquire");
     // WAIT returned, so the replica has it already: no polling.
     assert!(
-        exists(&replica, "synced"),
+        replica.exists("synced"),
         "the acquire is not on the replica"
     );
     let again = client.lock("synced").lock().expect("reentrant acquire");
     drop(again);
     guard.unlock().expect("release");
     assert!(
-        !exists(&replica, "synced"),
+        !replica.exists("synced"),
         "the release is not on the replica"
     );
 
@@ -55,16 +51,16 @@ fn acquire_and_release_reach_the_replica_before_returning() {
         .fair_lock("synced-fair")
         .lock()
         .expect("fair acquire");
-    assert!(exists(&replica, "synced-fair"));
+    assert!(replica.exists("synced-fair"));
     fair.unlock().expect("fair release");
     let write = client
         .read_write_lock("synced-rw")
         .write()
         .lock()
         .expect("write acquire");
-    assert!(exists(&replica, "synced-rw"));
+    assert!(replica.exists("synced-rw"));
     write.unlock().expect("write release");
-    assert!(!exists(&replica, "synced-rw"));
+    assert!(!replica.exists("synced-rw"));
 }
 
 #[test]
@@ -140,7 +136,7 @@ fn acquire_fails_cleanly_while_the_replica_is_frozen() {
     );
     // The acquire was undone on the master.
     assert!(
-        !exists(&master, "unsynced"),
+        !master.exists("unsynced"),
         "the failed acquire left its lock"
     );
 
@@ -153,7 +149,7 @@ fn acquire_fails_cleanly_while_the_replica_is_frozen() {
         "redisson_lock_queue:{unsynced-fair}",
         "redisson_lock_timeout:{unsynced-fair}",
     ] {
-        assert!(!exists(&master, key), "the failed fair acquire left {key}");
+        assert!(!master.exists(key), "the failed fair acquire left {key}");
     }
 
     assert!(
@@ -165,6 +161,6 @@ fn acquire_fails_cleanly_while_the_replica_is_frozen() {
     wait_for_replica(&master, &replica, PROMPTLY);
     wait_for_acks(&master, PROMPTLY);
     let guard = client.lock("unsynced").lock().expect("acquire after thaw");
-    assert!(exists(&replica, "unsynced"));
+    assert!(replica.exists("unsynced"));
     guard.unlock().expect("release");
 }

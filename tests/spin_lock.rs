@@ -16,23 +16,6 @@ use support::RedisServer;
 /// Generous bound for anything that should take milliseconds.
 const PROMPTLY: Duration = Duration::from_secs(5);
 
-fn exists(server: &RedisServer, key: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", key]) == 1
-}
-
-/// How many scripts the server has run so far (EVAL and EVALSHA).
-fn scripts_run(server: &RedisServer) -> u64 {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split([':', ','])
-                .find_map(|kv| kv.strip_prefix("calls="))
-                .and_then(|n| n.parse::<u64>().ok())
-        })
-        .sum()
-}
-
 /// Every channel anyone listens on.
 fn channels(server: &RedisServer) -> Vec<String> {
     server.cmd(&["PUBSUB", "CHANNELS"])
@@ -71,7 +54,7 @@ fn a_waiter_gets_the_lock_within_its_backoff_after_a_release() {
         after < max_backoff + Duration::from_millis(950),
         "the waiter took {after:?} to notice the release, max backoff {max_backoff:?}"
     );
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }
 
 #[test]
@@ -81,7 +64,7 @@ fn the_default_backoff_grows_to_128_ms() {
     let name = "spin:default-backoff";
     let holder = client.spin_lock(name).lock().expect("free lock");
     let lock = client.spin_lock(name);
-    let before = scripts_run(&server);
+    let before = server.scripts_run();
     let waiter = bounded::spawn("spinner", move || {
         let guard = lock.lock().expect("lock after the release");
         let got = Instant::now();
@@ -90,7 +73,7 @@ fn the_default_backoff_grows_to_128_ms() {
     });
     thread::sleep(Duration::from_secs(1));
     // 1, 2, 4, ... 128 ms, then every 128 ms: about 15 attempts in 1 s.
-    let attempts = scripts_run(&server) - before;
+    let attempts = server.scripts_run() - before;
     assert!(
         (5..60).contains(&attempts),
         "{attempts} attempts in 1 s with a 1-128 ms backoff"
@@ -168,7 +151,7 @@ fn spin_and_plain_locks_share_the_hash_and_exclude_each_other() {
         .join_within(PROMPTLY);
     assert!(matches!(tried, Ok(false)), "{tried:?}");
     drop(plain);
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
 }
 
 #[test]
@@ -192,6 +175,6 @@ fn mutual_exclusion_under_contention() {
         Duration::from_secs(30),
     );
     assert_eq!(total, 8 * 25);
-    assert!(!exists(&server, name));
+    assert!(!server.exists(name));
     assert!(channels(&server).is_empty(), "{:?}", channels(&server));
 }

@@ -40,10 +40,6 @@ impl KindOps for Fenced {
         }
     }
 
-    fn wait_channel(&self, _field: &str) -> Option<String> {
-        Some(self.channel.clone())
-    }
-
     fn shared_channel(&self) -> Option<&str> {
         Some(&self.channel)
     }

@@ -103,7 +103,10 @@ pub(crate) mod sealed {
 
         /// The channel a waiter with holder field `field` listens on, or
         /// `None` when the kind does not use pub/sub.
-        fn wait_channel(&self, field: &str) -> Option<String>;
+        /// By default the [`shared_channel`](Self::shared_channel).
+        fn wait_channel(&self, _field: &str) -> Option<String> {
+            self.shared_channel().map(str::to_owned)
+        }
 
         /// The one channel every waiter of this lock listens on, when there
         /// is one (not for the fair lock's per-waiter channels, nor for the

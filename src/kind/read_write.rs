@@ -144,10 +144,6 @@ impl KindOps for Read {
         RenewKind::Read
     }
 
-    fn wait_channel(&self, _field: &str) -> Option<String> {
-        Some(self.channel.clone())
-    }
-
     fn shared_channel(&self) -> Option<&str> {
         Some(&self.channel)
     }
@@ -225,10 +221,6 @@ impl KindOps for Write {
 
     fn holder_field(&self, base: String) -> String {
         base + WRITE_SUFFIX
-    }
-
-    fn wait_channel(&self, _field: &str) -> Option<String> {
-        Some(self.channel.clone())
     }
 
     fn shared_channel(&self) -> Option<&str> {

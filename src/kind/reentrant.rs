@@ -32,10 +32,6 @@ impl KindOps for Reentrant {
         Reentrant::new(name)
     }
 
-    fn wait_channel(&self, _field: &str) -> Option<String> {
-        Some(self.channel.clone())
-    }
-
     fn shared_channel(&self) -> Option<&str> {
         Some(&self.channel)
     }

@@ -49,10 +49,6 @@ impl KindOps for Spin {
         }
     }
 
-    fn wait_channel(&self, _field: &str) -> Option<String> {
-        None
-    }
-
     fn backoff(&self, failures: u32) -> Option<Duration> {
         let factor = 1u32 << failures.min(20);
         Some(self.initial.saturating_mul(factor).min(self.max))

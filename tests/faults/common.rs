@@ -50,8 +50,3 @@ pub(crate) fn pubsub_connection_ids(server: &RedisServer) -> Vec<String> {
         })
         .collect()
 }
-
-/// Whether any key named `name` exists.
-pub(crate) fn exists(server: &RedisServer, name: &str) -> bool {
-    server.cmd::<i64>(&["EXISTS", name]) == 1
-}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::bounded;
 use crate::child::ChildTest;
-use crate::common::{exists, PROMPTLY};
+use crate::common::PROMPTLY;
 use crate::support::RedisServer;
 
 const URL_ENV: &str = "REDHOLD_TEST_HOLDER_URL";
@@ -68,7 +68,7 @@ fn a_killed_holders_lock_expires_after_the_watchdog_timeout_and_not_before() {
     // the child's watchdog renewed it, so its expiry now comes from renewals.
     thread::sleep(WATCHDOG + WATCHDOG / 2);
     assert!(
-        exists(&server, name),
+        server.exists(name),
         "the child's watchdog did not keep its lock alive"
     );
 
@@ -117,5 +117,5 @@ fn a_killed_holders_lock_expires_after_the_watchdog_timeout_and_not_before() {
         waited <= WATCHDOG + PROMPTLY,
         "the waiter got the lock only {waited:?} after the kill"
     );
-    assert!(!exists(&server, name), "the waiter's release left the lock");
+    assert!(!server.exists(name), "the waiter's release left the lock");
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use redhold::Error;
 
 use crate::bounded;
-use crate::common::{channel_of, exists, wait_for_subscribers, PROMPTLY};
+use crate::common::{channel_of, wait_for_subscribers, PROMPTLY};
 use crate::support::RedisServer;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -142,5 +142,5 @@ fn calls_fail_in_time_while_the_server_is_down_and_the_client_recovers() {
     let released = Instant::now();
     let waited = waiter.join_within(PROMPTLY).duration_since(released);
     assert!(waited < PROMPTLY, "the hand-over took {waited:?}");
-    assert!(!exists(&server, "restart-after"));
+    assert!(!server.exists("restart-after"));
 }

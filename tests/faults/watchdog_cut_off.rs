@@ -11,7 +11,6 @@ use parking_lot::Mutex;
 use redhold::Error;
 
 use crate::bounded::wait_until;
-use crate::common::exists;
 use crate::support::RedisServer;
 
 /// The lock lives this long in Redis after its last renewal.
@@ -47,7 +46,7 @@ fn lock_is_reported_lost(
     let guard = lock.lock().expect("lock");
     // The watchdog keeps it alive past its timeout while Redis answers.
     thread::sleep(WATCHDOG * 2);
-    assert!(guard.is_held() && exists(server, name));
+    assert!(guard.is_held() && server.exists(name));
     assert!(lost.lock().is_empty(), "lost while renewals worked");
 
     cut_off(server);

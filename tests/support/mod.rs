@@ -109,23 +109,13 @@ impl RedisServer {
             tls,
             child: None,
         };
-        let mut last_failure = String::new();
-        for _ in 0..START_ATTEMPTS {
-            server.port = free_port();
-            match server.spawn_and_wait() {
-                Ok(()) => return server,
-                Err(failure) => {
-                    server.kill();
-                    // Only a lost race for the port is worth another try.
-                    let retry = failure.contains("Address already in use");
-                    last_failure = failure;
-                    if !retry {
-                        break;
-                    }
-                }
-            }
+        if let Err(failure) = on_a_free_port(|port| {
+            server.port = port;
+            server.spawn_and_wait().inspect_err(|_| server.kill())
+        }) {
+            panic!("could not start redis-server: {failure}");
         }
-        panic!("could not start redis-server: {last_failure}");
+        server
     }
 
     /// The port the server listens on (kept across [`stop`](Self::stop) and
@@ -230,6 +220,32 @@ impl RedisServer {
     pub(crate) fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
         self.try_cmd(args)
             .unwrap_or_else(|e| panic!("{args:?} on {}: {e}", self.url()))
+    }
+
+    /// Whether `key` exists.
+    ///
+    /// # Panics
+    ///
+    /// If the command fails.
+    pub(crate) fn exists(&self, key: &str) -> bool {
+        self.cmd::<i64>(&["EXISTS", key]) == 1
+    }
+
+    /// How many scripts (EVAL and EVALSHA) the server has run so far.
+    ///
+    /// # Panics
+    ///
+    /// If the command fails.
+    pub(crate) fn scripts_run(&self) -> u64 {
+        let info: String = self.cmd(&["INFO", "commandstats"]);
+        info.lines()
+            .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+            .filter_map(|l| {
+                l.split([':', ','])
+                    .find_map(|kv| kv.strip_prefix("calls="))
+                    .and_then(|n| n.parse::<u64>().ok())
+            })
+            .sum()
     }
 
     /// Makes the server hold every client command for `duration`
@@ -404,6 +420,29 @@ fn ping(addr: SocketAddr) -> Option<String> {
 }
 
 /// A port that was free a moment ago (the OS picks it for 127.0.0.1:0).
+/// Runs `start` with a fresh free port until it works, at most
+/// `START_ATTEMPTS` times. Only a lost race for the port (another process
+/// took it between picking and binding) is worth another try; `start` must
+/// clean up after a failed attempt itself.
+pub(crate) fn on_a_free_port(
+    mut start: impl FnMut(u16) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut last_failure = String::new();
+    for _ in 0..START_ATTEMPTS {
+        match start(free_port()) {
+            Ok(()) => return Ok(()),
+            Err(failure) => {
+                let retry = failure.contains("Address already in use");
+                last_failure = failure;
+                if !retry {
+                    break;
+                }
+            }
+        }
+    }
+    Err(last_failure)
+}
+
 fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::replica::start_pair;
-use super::{check_version, free_port, fresh_dir, RedisServer, NOT_FOUND};
+use super::{check_version, fresh_dir, on_a_free_port, RedisServer, NOT_FOUND};
 
 /// The name the sentinels know the master by.
 pub(crate) const MASTER_NAME: &str = "mymaster";
@@ -19,9 +19,6 @@ pub(crate) const MASTER_NAME: &str = "mymaster";
 /// take to settle (the sentinels find each other through hello messages sent
 /// every 2 s).
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// How often a fresh port is tried for a sentinel that lost a port race.
-const START_ATTEMPTS: usize = 5;
 
 /// Connect and read timeout for the raw commands sent to sentinels.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
@@ -160,22 +157,15 @@ impl Sentinel {
             dir: fresh_dir(),
             child: None,
         };
-        let mut last_failure = String::new();
-        for _ in 0..START_ATTEMPTS {
-            sentinel.port = free_port();
-            match sentinel.spawn_and_wait(master_port) {
-                Ok(()) => return sentinel,
-                Err(failure) => {
-                    sentinel.kill();
-                    let retry = failure.contains("Address already in use");
-                    last_failure = failure;
-                    if !retry {
-                        break;
-                    }
-                }
-            }
+        if let Err(failure) = on_a_free_port(|port| {
+            sentinel.port = port;
+            sentinel
+                .spawn_and_wait(master_port)
+                .inspect_err(|_| sentinel.kill())
+        }) {
+            panic!("could not start a sentinel: {failure}");
         }
-        panic!("could not start a sentinel: {last_failure}");
+        sentinel
     }
 
     fn spawn_and_wait(&mut self, master_port: u16) -> Result<(), String> {
