@@ -1,10 +1,23 @@
 -- Take or re-enter a plain reentrant lock.
 -- KEYS[1] the lock hash
 -- ARGV[1] lease in ms, ARGV[2] the holder field "<client-uuid>:<thread-id>"
--- Reply: nil when the caller now holds the lock, else the lock's PTTL in ms.
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+-- Reply: {1, holds} when the caller now holds the lock (holds = 1: a new
+-- hold, not a re-entry), else {0, PTTL}. Error WRONGKIND when the name holds
+-- a read-write lock.
+if redis.call('exists', KEYS[1]) == 0 then
+    redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1, 1}
 end
-return redis.call('pttl', KEYS[1])
+if redis.call('hexists', KEYS[1], 'mode') == 1 then
+    return redis.error_reply('WRONGKIND read-write lock')
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    -- A re-entry never shortens the life the holds beneath it need.
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
+    return {1, holds}
+end
+return {0, redis.call('pttl', KEYS[1])}

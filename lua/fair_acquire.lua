@@ -4,8 +4,9 @@
 -- ARGV[1] lease in ms, ARGV[2] the holder field, ARGV[3] the fair wait
 -- timeout in ms, ARGV[4] now (client clock, ms since the epoch),
 -- ARGV[5] "1" to join the queue when the lock is busy, "0" only to try
--- Reply: nil when the caller now holds the lock; otherwise how long to wait
--- before trying again, in ms.
+-- Reply: {1, holds} when the caller now holds the lock (holds = 1: a new
+-- hold, not a re-entry); otherwise {0, how long to wait before trying again
+-- in ms}. Error WRONGKIND when the name holds a read-write lock.
 local now = tonumber(ARGV[4])
 local wait = tonumber(ARGV[3])
 
@@ -19,7 +20,12 @@ while true do
     redis.call('zrem', KEYS[3], head)
 end
 
-if redis.call('exists', KEYS[1]) == 0 then
+local exists = redis.call('exists', KEYS[1]) == 1
+if exists and redis.call('hexists', KEYS[1], 'mode') == 1 then
+    return redis.error_reply('WRONGKIND read-write lock')
+end
+
+if not exists then
     local head = redis.call('lindex', KEYS[2], 0)
     if not head or head == ARGV[2] then
         if head then
@@ -33,14 +39,17 @@ if redis.call('exists', KEYS[1]) == 0 then
         end
         redis.call('hset', KEYS[1], ARGV[2], 1)
         redis.call('pexpire', KEYS[1], ARGV[1])
-        return nil
+        return {1, 1}
     end
 end
 
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    -- A re-entry never shortens the life the holds beneath it need.
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
+    return {1, holds}
 end
 
 local pttl = redis.call('pttl', KEYS[1])
@@ -52,14 +61,14 @@ if mine then
     -- otherwise sleep out the whole lock TTL after the head was due to be
     -- dropped. A release or give-up that makes us the head wakes us sooner.
     local head = redis.call('lindex', KEYS[2], 0)
-    if not head or head == ARGV[2] then return pttl end
+    if not head or head == ARGV[2] then return {0, pttl} end
     local head_deadline = tonumber(redis.call('zscore', KEYS[3], head)) or now
     local until_head = math.max(1, head_deadline - now)
-    if pttl > 0 then return math.min(pttl, until_head) end
-    return until_head
+    if pttl > 0 then return {0, math.min(pttl, until_head)} end
+    return {0, until_head}
 end
 if ARGV[5] ~= '1' then
-    return math.max(0, pttl)
+    return {0, math.max(0, pttl)}
 end
 
 local last = redis.call('lindex', KEYS[2], -1)
@@ -72,4 +81,4 @@ end
 ttl = math.max(0, ttl)
 redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2])
 redis.call('rpush', KEYS[2], ARGV[2])
-return ttl
+return {0, ttl}

@@ -3,16 +3,16 @@
 -- KEYS[1] the lock hash, KEYS[2] the queue, KEYS[3] the deadlines,
 -- KEYS[4] the channel prefix (a waiter's channel is "<prefix>:<field>"),
 -- KEYS[5] the unlock latch
--- ARGV[1] the wake-up message ("0"), ARGV[2] lease in ms for remaining
--- holds, ARGV[3] the holder field, ARGV[4] now (ms since the epoch),
--- ARGV[5] latch TTL in ms, ARGV[6] the publish command
+-- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
+-- ARGV[3] now (ms since the epoch), ARGV[4] latch TTL in ms,
+-- ARGV[5] the publish command
 -- Reply: nil when the field does not hold the lock (if the lock is gone the
 -- head is woken all the same), 0 when holds remain, 1 when freed.
 local replayed = redis.call('get', KEYS[5])
 if replayed then
     return tonumber(replayed)
 end
-local now = tonumber(ARGV[4])
+local now = tonumber(ARGV[3])
 while true do
     local head = redis.call('lindex', KEYS[2], 0)
     if not head then break end
@@ -25,7 +25,7 @@ end
 local function wake_head()
     local head = redis.call('lindex', KEYS[2], 0)
     if head then
-        redis.call(ARGV[6], KEYS[4] .. ':' .. head, ARGV[1])
+        redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
     end
 end
 
@@ -33,17 +33,17 @@ if redis.call('exists', KEYS[1]) == 0 then
     wake_head()
     return nil
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 or redis.call('hexists', KEYS[1], 'mode') == 1 then
     return nil
 end
 local reply
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+    -- Holds remain: the TTL stays what they need (never cut short).
     reply = 0
 else
     redis.call('del', KEYS[1])
     wake_head()
     reply = 1
 end
-redis.call('set', KEYS[5], reply, 'px', ARGV[5])
+redis.call('set', KEYS[5], reply, 'px', ARGV[4])
 return reply

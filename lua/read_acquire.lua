@@ -3,14 +3,19 @@
 -- ("<base>:<field>:rwlock_timeout"; hold k lives at "<prefix>:<k>")
 -- ARGV[1] lease in ms, ARGV[2] the holder field, ARGV[3] the same holder's
 -- writer field ("<field>:write")
--- Reply: nil when the read hold was taken, else the lock's PTTL.
+-- Reply: {1, holds} when the read hold was taken (holds = 1: this holder's
+-- first read hold), else {0, PTTL}. Error WRONGKIND when the name holds a
+-- lock of another kind (a hash without a mode).
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
+    if redis.call('exists', KEYS[1]) == 1 then
+        return redis.error_reply('WRONGKIND plain or fair lock')
+    end
     redis.call('hset', KEYS[1], 'mode', 'read')
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1, 1}
 end
 -- Readers share; the writer may also read (and keeps those holds after it
 -- releases the write: a downgrade).
@@ -19,6 +24,6 @@ if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]
     redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
     local ttl = redis.call('pttl', KEYS[1])
     redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
-    return nil
+    return {1, count}
 end
-return redis.call('pttl', KEYS[1])
+return {0, redis.call('pttl', KEYS[1])}

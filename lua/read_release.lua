@@ -18,11 +18,32 @@ local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if left == 0 then
     redis.call('hdel', KEYS[1], ARGV[2])
 end
-redis.call('del', KEYS[3] .. ':' .. (left + 1))
+-- Hold keys are numbered, not tied to guards: which hold this release ends
+-- is unknown. Dropping the key with the shortest TTL keeps the longest ones,
+-- so no remaining hold of this holder is ever cut short.
+local last = KEYS[3] .. ':' .. (left + 1)
+local shortest, shortest_ttl = left + 1, redis.call('pttl', last)
+for k = 1, left do
+    local ttl = redis.call('pttl', KEYS[3] .. ':' .. k)
+    if ttl < shortest_ttl then
+        shortest, shortest_ttl = k, ttl
+    end
+end
+if shortest <= left then
+    local last_ttl = redis.call('pttl', last)
+    if last_ttl > 0 then
+        redis.call('set', KEYS[3] .. ':' .. shortest, 1, 'px', last_ttl)
+    end
+end
+redis.call('del', last)
 
 local reply = 1
-if redis.call('hlen', KEYS[1]) > 1 then
-    -- Other holds remain: the hash lives as long as the longest of them.
+if mode == 'write' then
+    -- The writer still holds its write hold: the lock lives as long as that
+    -- needs, so the read holds' TTLs must not cut it short.
+    reply = 0
+elseif redis.call('hlen', KEYS[1]) > 1 then
+    -- Other read holds remain: the hash lives as long as the longest of them.
     local longest = -3
     local fields = redis.call('hkeys', KEYS[1])
     for _, field in ipairs(fields) do
@@ -36,8 +57,6 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
     if longest > 0 then
         redis.call('pexpire', KEYS[1], longest)
-        reply = 0
-    elseif mode == 'write' then
         reply = 0
     end
 end

@@ -12,7 +12,11 @@ for i, key in ipairs(KEYS) do
     local mode, field = ARGV[2 * i], ARGV[2 * i + 1]
     local count = tonumber(redis.call('hget', key, field))
     if count then
-        redis.call('pexpire', key, ARGV[1])
+        -- Never shorter than it is: a hold taken with a longer lease by the
+        -- same holder still needs its time.
+        if redis.call('pttl', key) < tonumber(ARGV[1]) then
+            redis.call('pexpire', key, ARGV[1])
+        end
         if mode == 'r' then
             -- Helper keys share the lock's hash tag (see docs/wire-format.md).
             local base = key
@@ -20,7 +24,10 @@ for i, key in ipairs(KEYS) do
                 base = '{' .. key .. '}'
             end
             for k = 1, count do
-                redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. k, ARGV[1])
+                local hold = base .. ':' .. field .. ':rwlock_timeout:' .. k
+                if redis.call('pttl', hold) < tonumber(ARGV[1]) then
+                    redis.call('pexpire', hold, ARGV[1])
+                end
             end
         end
         renewed[i] = 1

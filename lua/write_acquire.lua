@@ -2,22 +2,29 @@
 -- KEYS[1] the lock hash
 -- ARGV[1] lease in ms, ARGV[2] the writer field ("<field>:write"),
 -- ARGV[3] the same holder's reader field
--- Reply: nil when the write hold was taken; -3 when the caller holds only
--- read holds (an upgrade, which could never be granted); else the PTTL.
+-- Reply: {1, holds} when the write hold was taken (holds = 1: a new hold,
+-- not a re-entry); {0, -3} when the caller holds only read holds (an
+-- upgrade, which could never be granted); else {0, PTTL}. Error WRONGKIND
+-- when the name holds a lock of another kind (a hash without a mode).
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
+    if redis.call('exists', KEYS[1]) == 1 then
+        return redis.error_reply('WRONGKIND plain or fair lock')
+    end
     redis.call('hset', KEYS[1], 'mode', 'write')
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+    return {1, 1}
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    local ttl = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], ttl + tonumber(ARGV[1]))
-    return nil
+    local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    -- A re-entry never shortens the life the holds beneath it need.
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+        redis.call('pexpire', KEYS[1], ARGV[1])
+    end
+    return {1, holds}
 end
 if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-    return -3
+    return {0, -3}
 end
-return redis.call('pttl', KEYS[1])
+return {0, redis.call('pttl', KEYS[1])}

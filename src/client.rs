@@ -16,6 +16,7 @@ use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::thread_id;
+use crate::waiting::{Waiting, WaitingCall};
 use crate::watchdog::{Renewer, Watchdog};
 
 /// A connection manager for Redis locks, shared by the whole program.
@@ -51,6 +52,11 @@ struct Inner {
     pubsub: PubSub,
     watchdog: Watchdog,
     shut_down: AtomicBool,
+    /// Acquire calls that may wait: shutdown lets them leave their queues.
+    waiting: Waiting,
+    /// The process that built the client: a `fork()` child must not use it,
+    /// since its holder fields would be the parent's.
+    pid: u32,
     /// Numbers release requests, for the unlock latch.
     next_request: AtomicU64,
 }
@@ -93,6 +99,8 @@ impl Client {
                 pubsub,
                 watchdog,
                 shut_down: AtomicBool::new(false),
+                waiting: Waiting::default(),
+                pid: std::process::id(),
                 next_request: AtomicU64::new(1),
             }),
         })
@@ -154,7 +162,21 @@ impl Client {
             return Ok(());
         }
         self.inner.watchdog.shutdown();
+        // Wakes every parked waiter with `Error::Shutdown`.
         self.inner.pubsub.shutdown();
+        // Waiters leave the queues they joined (a fair lock's) on their way
+        // out; give them one request's time to do so, then go on.
+        let config = &self.inner.config;
+        let grace = config
+            .connect_timeout
+            .saturating_add(config.response_timeout);
+        if let Some(deadline) = std::time::Instant::now().checked_add(grace) {
+            if !self.inner.waiting.wait_until_none(deadline) {
+                log::warn!(
+                    "redhold: shutdown went on while threads were still leaving lock queues"
+                );
+            }
+        }
         self.inner.connections.close_idle();
         Ok(())
     }
@@ -195,12 +217,43 @@ impl Client {
         format!("{}:{n}", self.inner.id_text)
     }
 
-    /// Fails with [`Error::Shutdown`] once the client is shut down.
+    /// Fails with [`Error::Shutdown`] once the client is shut down, and
+    /// with [`Error::ForkedProcess`] in a forked child.
     pub(crate) fn check_open(&self) -> Result<()> {
+        self.check_process()?;
         if self.is_shut_down() {
             return Err(Error::Shutdown);
         }
         Ok(())
+    }
+
+    /// Fails with [`Error::ForkedProcess`] unless called in the process
+    /// that built the client.
+    fn check_process(&self) -> Result<()> {
+        let pid = std::process::id();
+        if pid != self.inner.pid {
+            return Err(Error::ForkedProcess {
+                parent: self.inner.pid,
+                child: pid,
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts an acquire call that may wait, until the value drops.
+    pub(crate) fn waiting(&self) -> WaitingCall<'_> {
+        self.inner.waiting.enter()
+    }
+
+    /// Runs a command that takes back this client's own traces in Redis (a
+    /// waiter leaving a fair queue), with the retry rule, also while the
+    /// client shuts down: shutdown waits for it.
+    pub(crate) fn run_cleanup<T>(
+        &self,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
+        self.check_process()?;
+        self.inner.connections.run(op)
     }
 
     /// Runs a command with the client's retry rule.

@@ -77,6 +77,27 @@ pub enum Error {
     },
     /// The client was shut down with [`Client::shutdown`](crate::Client::shutdown).
     Shutdown,
+    /// The name holds a lock of another kind (or a value that is no lock at
+    /// all), e.g. a read-write lock taken on a name held as a plain lock.
+    /// Nothing was changed. See `docs/lock-kinds.md` for the mixes that
+    /// cannot be detected.
+    WrongKind {
+        /// The lock name.
+        lock: String,
+        /// The kind the call was made for.
+        expected: &'static str,
+        /// What the name holds instead.
+        found: String,
+    },
+    /// The client was built in another process and this one is a `fork()`
+    /// of it: its holder ids belong to the parent, so using it here would
+    /// share the parent's holds. Nothing was sent to Redis.
+    ForkedProcess {
+        /// The process that built the client.
+        parent: u32,
+        /// The calling (forked) process.
+        child: u32,
+    },
 }
 
 /// The result type of every fallible call in this crate.
@@ -175,6 +196,21 @@ impl fmt::Display for Error {
             Error::Shutdown => write!(
                 f,
                 "the redhold client was shut down; build a new client to take locks again"
+            ),
+            Error::WrongKind {
+                lock,
+                expected,
+                found,
+            } => write!(
+                f,
+                "lock {lock:?} was used as a {expected} but holds {found}: one name must be \
+                 used with one kind of lock; pick another name or release the other lock first"
+            ),
+            Error::ForkedProcess { parent, child } => write!(
+                f,
+                "this redhold client was built in process {parent} and cannot be used in its \
+                 forked child {child} (it would share the parent's holds); build a new client \
+                 in the child"
             ),
         }
     }

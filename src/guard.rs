@@ -11,17 +11,39 @@ use crate::lock::Lock;
 use crate::names;
 use crate::renewals::HoldRecord;
 
-/// How a hold is kept alive.
+/// One hold, as its guard knows it: the generation it belongs to and how
+/// it is kept alive.
 #[derive(Debug)]
-pub(crate) enum Hold {
+pub(crate) struct Hold {
+    /// The generation of holds this one belongs to; once that is no longer
+    /// live, this hold is gone and its guard releases nothing.
+    pub(crate) record: Arc<HoldRecord>,
+    pub(crate) renewal: Renewal,
+}
+
+/// How a hold is kept alive.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Renewal {
     /// Renewed by the watchdog until released.
-    Watched(Arc<HoldRecord>),
+    Watched,
     /// Expires after its lease; `expires_at` is `None` when unknown.
-    Leased {
-        field: Arc<str>,
-        lease_ms: u64,
-        expires_at: Option<Instant>,
-    },
+    Leased { expires_at: Option<Instant> },
+}
+
+impl Hold {
+    /// Whether the watchdog renews this hold.
+    pub(crate) fn is_watched(&self) -> bool {
+        matches!(self.renewal, Renewal::Watched)
+    }
+
+    /// Whether the hold is still believed held, without asking Redis.
+    pub(crate) fn is_held(&self) -> bool {
+        self.record.is_live()
+            && match self.renewal {
+                Renewal::Watched => true,
+                Renewal::Leased { expires_at } => expires_at.is_none_or(|at| Instant::now() < at),
+            }
+    }
 }
 
 /// One hold on a [`Lock`] of kind `K`, released when the guard is dropped.
@@ -62,12 +84,15 @@ impl<K: LockKind> LockGuard<K> {
     }
 
     /// Whether the hold is still believed held, without asking Redis: false
-    /// once the watchdog found the lock gone, or once a lease has run out.
+    /// once the watchdog (or a release) found the lock gone, once a lease has
+    /// run out, and once this thread took the lock anew after losing it.
+    ///
+    /// It is not told of a [`force_unlock`](Lock::force_unlock) or an
+    /// expiry until the watchdog's next renewal (at most a third of the
+    /// watchdog timeout later) or this thread's next acquire or release of
+    /// the lock; [`Lock::is_held_by_current_thread`] asks Redis.
     pub fn is_held(&self) -> bool {
-        match &self.hold {
-            Hold::Watched(record) => !record.is_lost(),
-            Hold::Leased { expires_at, .. } => expires_at.is_none_or(|at| Instant::now() < at),
-        }
+        self.hold.is_held()
     }
 
     /// The lock this guard holds.
@@ -80,7 +105,9 @@ impl<K: LockKind> LockGuard<K> {
     /// # Errors
     ///
     /// [`Error::LockLost`](crate::Error::LockLost) when the lock had expired
-    /// or been deleted meanwhile (someone else may have held it);
+    /// or been deleted meanwhile (someone else may have held it); a guard
+    /// whose hold was already known lost, or whose thread has taken the
+    /// lock anew since, sends nothing to Redis and reports this too;
     /// [`Error::Redis`](crate::Error::Redis) when Redis could not be reached
     /// (the lock then expires on its own after its lease or watchdog
     /// timeout); [`Error::Shutdown`](crate::Error::Shutdown) after

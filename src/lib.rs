@@ -41,6 +41,8 @@
 //! [`LockGuard::is_held`] turns false and the release returns
 //! [`Error::LockLost`].
 
+#![forbid(unsafe_code)]
+
 mod backend;
 mod client;
 mod config;
@@ -59,6 +61,7 @@ mod renewals;
 mod scripts;
 mod slot;
 mod thread_id;
+mod waiting;
 mod watchdog;
 
 pub use client::Client;

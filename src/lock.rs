@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::client::Client;
 use crate::config::lease_millis;
 use crate::error::{Error, Result};
-use crate::guard::{Hold, LockGuard};
+use crate::guard::{Hold, LockGuard, Renewal};
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
 use crate::kind::{Attempt, Fair, Fenced, LockKind, Read, Reentrant, Spin, Target, Write};
@@ -210,24 +210,25 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::NotHeld`] when the calling thread holds no hold on the lock,
-    /// otherwise as [`lock`](Self::lock).
+    /// [`Error::NotHeld`] when the calling thread holds no hold on the lock
+    /// (nothing is sent to Redis), [`Error::LockLost`] when it held one but
+    /// the lock expired or was deleted meanwhile, otherwise as
+    /// [`lock`](Self::lock).
     pub fn unlock(&self) -> Result<()> {
         self.validate()?;
+        self.client.check_open()?;
         let field = self.field();
-        let record = self.client.renewals().find(&self.keys.name, &field);
-        let hold = match record {
-            Some(record) => Hold::Watched(record),
-            None => Hold::Leased {
-                field,
-                lease_ms: self.watchdog_millis(),
-                expires_at: None,
-            },
+        let Some(record) = self.client.renewals().find(&self.keys.name, &field) else {
+            return Err(Error::NotHeld {
+                lock: names::shorten(&self.keys.name),
+            });
         };
-        match self.release(&hold) {
-            Err(Error::LockLost { lock }) => Err(Error::NotHeld { lock }),
-            other => other,
-        }
+        // A leased hold first: a leaked watched guard may still count on
+        // the watchdog.
+        self.release(&Hold {
+            record,
+            renewal: Renewal::Leased { expires_at: None },
+        })
     }
 
     /// Whether any thread of any client holds the lock (for a read or write
@@ -310,6 +311,7 @@ impl<K: LockKind> Lock<K> {
         interrupt: Option<&Interrupt>,
     ) -> Result<Option<LockGuard<K>>> {
         self.validate()?;
+        self.client.check_open()?;
         let lease_ms = match lease {
             Some(lease) => lease_millis(lease)?,
             None => self.watchdog_millis(),
@@ -318,30 +320,53 @@ impl<K: LockKind> Lock<K> {
             return Err(self.interrupted());
         }
         let field = self.field();
-        let may_wait = wait != Some(Duration::ZERO);
-        // A local waiter is being handed the lock: queue behind it instead
-        // of racing it (threads of one client take turns).
-        let stand_back = may_wait
-            && self
-                .keys
-                .kind
-                .shared_channel()
-                .is_some_and(|channel| self.client.pubsub().handoff_pending(channel));
-        if !stand_back {
+        if wait == Some(Duration::ZERO) {
+            // A try that will not wait joins no queue: nothing to leave.
             let started = Instant::now();
-            match self.try_acquire(lease_ms, &field, may_wait)? {
-                Attempt::Acquired(grant) => {
-                    return Ok(Some(self.guard(lease, lease_ms, field, started, grant)))
+            return Ok(match self.try_acquire(lease_ms, &field, false)? {
+                Attempt::Acquired { grant, fresh } => {
+                    Some(self.guard(lease, field, started, grant, fresh))
                 }
-                Attempt::Busy(_) if !may_wait => return Ok(None),
-                Attempt::Busy(_) => {}
-            }
+                Attempt::Busy(_) => None,
+            });
         }
-        let outcome = self.acquire_slow(lease, lease_ms, &field, wait, interrupt, stand_back);
+        // Counted until the waiter has left any queue it joined, so that
+        // shutdown can wait for that.
+        let _waiting = self.client.waiting();
+        let outcome = self.acquire_waiting(lease, lease_ms, &field, wait, interrupt);
         if !matches!(outcome, Ok(Some(_))) {
+            // Every way out without the lock, errors and shutdown included,
+            // leaves the queue (a fair lock's first attempt may have queued
+            // us even when its reply was lost).
             self.give_up(&field);
         }
         outcome
+    }
+
+    /// A first attempt, unless a local waiter is being handed the lock (then
+    /// this thread queues behind it instead of racing it: threads of one
+    /// client take turns), then the contended path.
+    fn acquire_waiting(
+        &self,
+        lease: Option<Duration>,
+        lease_ms: u64,
+        field: &Arc<str>,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<LockGuard<K>>> {
+        let stand_back = self
+            .keys
+            .kind
+            .shared_channel()
+            .is_some_and(|channel| self.client.pubsub().handoff_pending(channel));
+        if !stand_back {
+            let started = Instant::now();
+            if let Attempt::Acquired { grant, fresh } = self.try_acquire(lease_ms, field, true)? {
+                let field = Arc::clone(field);
+                return Ok(Some(self.guard(lease, field, started, grant, fresh)));
+            }
+        }
+        self.acquire_slow(lease, lease_ms, field, wait, interrupt, stand_back)
     }
 
     /// The contended path: subscribe, try again, park until woken or the
@@ -398,9 +423,9 @@ impl<K: LockKind> Lock<K> {
                 subscription.handoff_done();
             }
             let ttl = match attempt? {
-                Attempt::Acquired(grant) => {
+                Attempt::Acquired { grant, fresh } => {
                     let field = Arc::clone(field);
-                    return Ok(Some(self.guard(lease, lease_ms, field, started, grant)));
+                    return Ok(Some(self.guard(lease, field, started, grant, fresh)));
                 }
                 Attempt::Busy(ttl) => ttl,
             };
@@ -460,14 +485,11 @@ impl<K: LockKind> Lock<K> {
         let attempt = self
             .keys
             .kind
-            .try_acquire(self.target(), lease_ms, field, may_queue);
+            .try_acquire(self.target(), lease_ms, field, may_queue)
+            .map_err(|e| self.wrong_kind(e));
         if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
             let request_id = self.client.next_request_id();
-            match self
-                .keys
-                .kind
-                .release(self.target(), lease_ms, field, &request_id)
-            {
+            match self.keys.kind.release(self.target(), field, &request_id) {
                 // The undo itself is not replicated either, but it stands
                 // on the master, which is what the next acquire checks.
                 Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
@@ -484,27 +506,28 @@ impl<K: LockKind> Lock<K> {
     fn guard(
         &self,
         lease: Option<Duration>,
-        lease_ms: u64,
         field: Arc<str>,
         started: Instant,
         grant: K::Grant,
+        fresh: bool,
     ) -> LockGuard<K> {
-        let hold = match lease {
-            None => Hold::Watched(self.client.renewals().add(
-                &self.keys.name,
-                &field,
-                self.keys.kind.renew_kind(),
-                started,
-            )),
+        let record = self.client.renewals().add(
+            &self.keys.name,
+            &field,
+            self.keys.kind.renew_kind(),
+            started,
+            fresh,
+            lease.is_none(),
+        );
+        let renewal = match lease {
+            None => Renewal::Watched,
             // Counted from before the request: the key may expire a little
             // earlier than our clock says, never later.
-            Some(lease) => Hold::Leased {
-                field,
-                lease_ms,
+            Some(lease) => Renewal::Leased {
                 expires_at: started.checked_add(lease),
             },
         };
-        LockGuard::new(self.clone(), hold, grant)
+        LockGuard::new(self.clone(), Hold { record, renewal }, grant)
     }
 
     // ---- releasing ----
@@ -512,34 +535,39 @@ impl<K: LockKind> Lock<K> {
     /// Releases one hold. Retries are safe: the script remembers each
     /// request's reply for a while (the unlock latch).
     pub(crate) fn release(&self, hold: &Hold) -> Result<()> {
-        let (field, lease_ms) = match hold {
-            Hold::Watched(record) => {
-                if record.is_lost() {
-                    return Err(self.lost());
-                }
-                // Stop renewing first: if the release fails the lock then
-                // expires on its own instead of being renewed forever.
-                self.client.renewals().remove_one(record);
-                (&record.field, self.watchdog_millis())
-            }
-            Hold::Leased {
-                field, lease_ms, ..
-            } => (field, *lease_ms),
-        };
         self.client.check_open()?;
+        // Forget the hold first: if the release then fails, the lock expires
+        // on its own instead of being renewed forever. A hold of a
+        // generation that is over is not released at all: the thread's
+        // current holds (same hash field) would be the ones released.
+        if !self
+            .client
+            .renewals()
+            .release_one(&hold.record, hold.is_watched())
+        {
+            return Err(self.lost());
+        }
         let request_id = self.client.next_request_id();
         let reply = self
             .keys
             .kind
-            .release(self.target(), lease_ms, field, &request_id)?;
-        if reply == Some(1) {
-            if let Some(channel) = self.keys.kind.shared_channel() {
-                self.client.pubsub().released(channel, HANDOFF_GRACE);
-            }
-        }
+            .release(self.target(), &hold.record.field, &request_id)
+            .map_err(|e| self.wrong_kind(e))?;
         match reply {
-            Some(_) => Ok(()),
-            None => Err(self.lost()),
+            Some(freed) => {
+                if freed == 1 {
+                    if let Some(channel) = self.keys.kind.shared_channel() {
+                        self.client.pubsub().released(channel, HANDOFF_GRACE);
+                    }
+                }
+                Ok(())
+            }
+            None => {
+                // Redis has no hold of ours: the generation's other guards
+                // are stale too.
+                self.client.renewals().mark_lost(&hold.record);
+                Err(self.lost())
+            }
         }
     }
 
@@ -563,6 +591,10 @@ impl<K: LockKind> Lock<K> {
 
     fn watchdog_millis(&self) -> u64 {
         self.client.watchdog_timeout().as_millis() as u64
+    }
+
+    fn wrong_kind(&self, e: Error) -> Error {
+        crate::kind::wrong_kind(&self.keys.name, K::DESCRIPTION, e)
     }
 
     fn lost(&self) -> Error {

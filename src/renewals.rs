@@ -1,8 +1,22 @@
-//! The renewal map: every lock this client holds without a lease, which the
-//! watchdog keeps alive (Redisson's `EXPIRATION_RENEWAL_MAP`).
+//! The renewal map: every hold this client's threads have on a lock, grouped
+//! by generation, and the ones the watchdog keeps alive (Redisson's
+//! `EXPIRATION_RENEWAL_MAP`, plus the holds taken with a lease).
+//!
+//! A *generation* is one unbroken run of a thread's holds on one lock: it
+//! starts when Redis reports the thread's first hold (not a re-entry) and
+//! ends when the last hold is released, or when the lock is found gone. A
+//! guard belongs to one generation; once that generation is over, the guard
+//! is stale and must not release anything, because a hold of a later
+//! generation (same thread, same hash field) would be the one it released.
+//!
+//! | record state | meaning                                  | guards may release |
+//! |--------------|------------------------------------------|--------------------|
+//! | live         | in the map; Redis holds it as far as we know | yes            |
+//! | lost         | expired, deleted, or replaced by a newer generation | no      |
+//! | ended        | its last hold was released               | no                 |
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,22 +43,34 @@ impl RenewKind {
     }
 }
 
-/// One thread's holds on one lock, shared by its guards and the watchdog.
+const LIVE: u8 = 0;
+const LOST: u8 = 1;
+const ENDED: u8 = 2;
+
+/// One generation of one thread's holds on one lock, shared by its guards
+/// and the watchdog.
 #[derive(Debug)]
 pub(crate) struct HoldRecord {
     pub(crate) name: Arc<str>,
     pub(crate) field: Arc<str>,
     pub(crate) kind: RenewKind,
-    /// Set once the lock was found gone; never cleared.
-    lost: AtomicBool,
-    /// When Redis last confirmed the hold (taken or renewed).
+    /// `LIVE`, `LOST` or `ENDED`; leaves `LIVE` once, under the map's lock.
+    state: AtomicU8,
+    /// When Redis last confirmed the hold for a watchdog's timeout (taken
+    /// without a lease, or renewed).
     last_confirmed: Mutex<Instant>,
 }
 
 impl HoldRecord {
-    /// Whether the watchdog found the lock gone.
+    /// Whether the lock was found gone (or this generation was replaced).
+    #[cfg(test)]
     pub(crate) fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) == LOST
+    }
+
+    /// Whether the generation still holds the lock, as far as we know.
+    pub(crate) fn is_live(&self) -> bool {
+        self.state.load(Ordering::Acquire) == LIVE
     }
 
     /// When Redis last confirmed the hold.
@@ -53,21 +79,28 @@ impl HoldRecord {
     }
 
     pub(crate) fn confirmed_at(&self, at: Instant) {
-        *self.last_confirmed.lock() = at;
+        let mut last = self.last_confirmed.lock();
+        if at > *last {
+            *last = at;
+        }
     }
 }
 
-/// An entry: the record and the local hold count.
+/// A live record and its holds, as counted here.
 #[derive(Debug)]
 struct Entry {
     record: Arc<HoldRecord>,
-    holds: u32,
+    /// Holds renewed by the watchdog.
+    watched: u32,
+    /// Holds that expire after their lease.
+    leased: u32,
 }
 
 /// A lock name and a holder field.
 type HoldKey = (Arc<str>, Arc<str>);
 
-/// (Lock name, holder field) → holds, for the watchdog to renew.
+/// (Lock name, holder field) → the live generation of holds; the watchdog
+/// renews those with a watched hold.
 #[derive(Debug, Default)]
 pub(crate) struct RenewalMap {
     entries: Mutex<HashMap<HoldKey, Entry>>,
@@ -75,80 +108,128 @@ pub(crate) struct RenewalMap {
 
 impl RenewalMap {
     /// Records one more hold of `name` by `field`, just taken in Redis.
-    /// `sent` is when the acquire request left: the TTL Redis set runs from
-    /// some moment after it, so counting from it never overestimates.
+    ///
+    /// `fresh` says Redis counted it as the holder's first hold: a new
+    /// generation starts, and a record still live here is marked lost (its
+    /// holds expired or were deleted, or Redis would have counted more).
+    /// `watched` holds are renewed by the watchdog; `sent` is when the
+    /// acquire request left: the TTL Redis set runs from some moment after
+    /// it, so counting from it never overestimates.
     pub(crate) fn add(
         &self,
         name: &Arc<str>,
         field: &Arc<str>,
         kind: RenewKind,
         sent: Instant,
+        fresh: bool,
+        watched: bool,
     ) -> Arc<HoldRecord> {
         let mut entries = self.entries.lock();
         let key = (Arc::clone(name), Arc::clone(field));
-        let entry = entries.entry(key).or_insert_with(|| Entry {
-            record: Arc::new(HoldRecord {
-                name: Arc::clone(name),
-                field: Arc::clone(field),
-                kind,
-                lost: AtomicBool::new(false),
-                last_confirmed: Mutex::new(sent),
-            }),
-            holds: 0,
-        });
-        entry.holds += 1;
-        entry.record.confirmed_at(sent);
-        Arc::clone(&entry.record)
-    }
-
-    /// Forgets one hold of `record`, before it is released in Redis: once the
-    /// last hold is gone the watchdog stops renewing it.
-    pub(crate) fn remove_one(&self, record: &Arc<HoldRecord>) {
-        let mut entries = self.entries.lock();
-        let key = (Arc::clone(&record.name), Arc::clone(&record.field));
         if let Some(entry) = entries.get_mut(&key) {
-            if Arc::ptr_eq(&entry.record, record) {
-                entry.holds -= 1;
-                if entry.holds == 0 {
-                    entries.remove(&key);
+            if !fresh {
+                if watched {
+                    entry.watched += 1;
+                    entry.record.confirmed_at(sent);
+                } else {
+                    entry.leased += 1;
                 }
+                return Arc::clone(&entry.record);
             }
+            entry.record.state.store(LOST, Ordering::Release);
         }
+        // A re-entry with no live record here (Redis counted a hold we had
+        // already judged lost) also starts a generation: the guards of the
+        // lost one must stay stale.
+        let record = Arc::new(HoldRecord {
+            name: Arc::clone(name),
+            field: Arc::clone(field),
+            kind,
+            state: AtomicU8::new(LIVE),
+            last_confirmed: Mutex::new(sent),
+        });
+        entries.insert(
+            key,
+            Entry {
+                record: Arc::clone(&record),
+                watched: u32::from(watched),
+                leased: u32::from(!watched),
+            },
+        );
+        record
     }
 
-    /// The record of `field`'s holds on `name`, if it holds it with the watchdog.
+    /// Forgets one hold of `record` before it is released in Redis (a
+    /// `watched` one if it has one, else a leased one; or the other way
+    /// round). Returns false, and forgets nothing, when the record is no
+    /// longer live: its guard is stale and must send no release.
+    ///
+    /// Once the last watched hold is gone the watchdog stops renewing the
+    /// lock, so a failed release leaves a lock that expires on its own.
+    pub(crate) fn release_one(&self, record: &Arc<HoldRecord>, watched: bool) -> bool {
+        let mut entries = self.entries.lock();
+        if !record.is_live() {
+            return false;
+        }
+        let key = (Arc::clone(&record.name), Arc::clone(&record.field));
+        let Some(entry) = entries.get_mut(&key) else {
+            return false;
+        };
+        debug_assert!(Arc::ptr_eq(&entry.record, record));
+        let (first, second) = if watched {
+            (&mut entry.watched, &mut entry.leased)
+        } else {
+            (&mut entry.leased, &mut entry.watched)
+        };
+        if *first > 0 {
+            *first -= 1;
+        } else {
+            *second = second.saturating_sub(1);
+        }
+        if entry.watched == 0 && entry.leased == 0 {
+            record.state.store(ENDED, Ordering::Release);
+            entries.remove(&key);
+        }
+        true
+    }
+
+    /// The live record of `field`'s holds on `name`, if it has any.
     pub(crate) fn find(&self, name: &Arc<str>, field: &Arc<str>) -> Option<Arc<HoldRecord>> {
         let key = (Arc::clone(name), Arc::clone(field));
         self.entries.lock().get(&key).map(|e| Arc::clone(&e.record))
     }
 
-    /// Every held record, for one renewal pass.
+    /// Every record with a watched hold, for one renewal pass.
     pub(crate) fn snapshot(&self) -> Vec<Arc<HoldRecord>> {
         self.entries
             .lock()
             .values()
+            .filter(|e| e.watched > 0)
             .map(|e| Arc::clone(&e.record))
             .collect()
     }
 
-    /// Marks `record` lost and stops renewing it. Returns false when it was
-    /// released or replaced meanwhile (then nothing was lost).
+    /// Marks `record` lost and forgets it. Returns false when it was not
+    /// live any more (released, or replaced meanwhile): then nothing was
+    /// lost, or the loss was already reported.
     pub(crate) fn mark_lost(&self, record: &Arc<HoldRecord>) -> bool {
         let mut entries = self.entries.lock();
-        let key = (Arc::clone(&record.name), Arc::clone(&record.field));
-        match entries.get(&key) {
-            Some(entry) if Arc::ptr_eq(&entry.record, record) => {
-                record.lost.store(true, Ordering::Release);
-                entries.remove(&key);
-                true
-            }
-            _ => false,
+        if !record.is_live() {
+            return false;
         }
+        record.state.store(LOST, Ordering::Release);
+        let key = (Arc::clone(&record.name), Arc::clone(&record.field));
+        entries.remove(&key);
+        true
     }
 
-    /// How many (lock, thread) holds are being renewed.
+    /// How many (lock, thread) generations the watchdog renews.
     pub(crate) fn len(&self) -> usize {
-        self.entries.lock().len()
+        self.entries
+            .lock()
+            .values()
+            .filter(|e| e.watched > 0)
+            .count()
     }
 }
 
@@ -160,30 +241,84 @@ mod tests {
         (Arc::from("lock"), Arc::from("uuid:1"))
     }
 
+    fn add(map: &RenewalMap, fresh: bool, watched: bool) -> Arc<HoldRecord> {
+        let (name, field) = names();
+        map.add(
+            &name,
+            &field,
+            RenewKind::Hash,
+            Instant::now(),
+            fresh,
+            watched,
+        )
+    }
+
     #[test]
     fn reentrant_holds_share_one_record_until_the_last_release() {
         let map = RenewalMap::default();
-        let (name, field) = names();
-        let a = map.add(&name, &field, RenewKind::Hash, Instant::now());
-        let b = map.add(&name, &field, RenewKind::Hash, Instant::now());
+        let a = add(&map, true, true);
+        let b = add(&map, false, true);
         assert!(Arc::ptr_eq(&a, &b));
-        map.remove_one(&a);
+        assert!(map.release_one(&a, true));
         assert_eq!(map.len(), 1);
-        map.remove_one(&b);
+        assert!(map.release_one(&b, true));
         assert_eq!(map.len(), 0);
+        assert!(!a.is_live() && !a.is_lost());
     }
 
     #[test]
     fn a_released_record_is_not_marked_lost() {
         let map = RenewalMap::default();
-        let (name, field) = names();
-        let old = map.add(&name, &field, RenewKind::Hash, Instant::now());
-        map.remove_one(&old);
-        let fresh = map.add(&name, &field, RenewKind::Hash, Instant::now());
+        let old = add(&map, true, true);
+        assert!(map.release_one(&old, true));
+        let fresh = add(&map, true, true);
         assert!(!map.mark_lost(&old));
-        assert!(!old.is_lost() && !fresh.is_lost());
+        assert!(!old.is_lost() && fresh.is_live());
         assert!(map.mark_lost(&fresh));
         assert!(fresh.is_lost());
         assert_eq!(map.len(), 0);
+    }
+
+    #[test]
+    fn a_fresh_hold_makes_the_earlier_generation_stale() {
+        // A leased hold expired in Redis; the same thread took the lock again.
+        let map = RenewalMap::default();
+        let expired = add(&map, true, false);
+        let again = add(&map, true, true);
+        assert!(!Arc::ptr_eq(&expired, &again));
+        assert!(expired.is_lost());
+        // The stale guard releases nothing, and the new hold keeps its count.
+        assert!(!map.release_one(&expired, false));
+        assert_eq!(map.len(), 1);
+        // A renewal computed before the re-acquire cannot mark the new one lost.
+        assert!(!map.mark_lost(&expired));
+        assert!(again.is_live());
+        assert!(map.release_one(&again, true));
+        assert_eq!(map.len(), 0);
+    }
+
+    #[test]
+    fn only_records_with_a_watched_hold_are_renewed() {
+        let map = RenewalMap::default();
+        let leased = add(&map, true, false);
+        assert!(map.snapshot().is_empty());
+        let watched = add(&map, false, true);
+        assert!(Arc::ptr_eq(&leased, &watched));
+        assert_eq!(map.snapshot().len(), 1);
+        assert!(map.release_one(&watched, true));
+        assert!(map.snapshot().is_empty());
+        assert!(leased.is_live());
+        assert!(map.release_one(&leased, false));
+        assert!(!leased.is_live());
+    }
+
+    #[test]
+    fn a_release_of_a_kind_with_none_left_takes_the_other_kind() {
+        let map = RenewalMap::default();
+        let record = add(&map, true, true);
+        // A manual unlock asks for a leased hold first; only a watched one is left.
+        assert!(map.release_one(&record, false));
+        assert!(!record.is_live());
+        assert!(map.snapshot().is_empty());
     }
 }

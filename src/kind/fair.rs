@@ -49,6 +49,8 @@ fn now_ms() -> u64 {
 impl KindOps for Fair {
     type Grant = ();
 
+    const DESCRIPTION: &'static str = "fair lock";
+
     fn for_name(name: &str, client: &Client) -> Self {
         Fair {
             queue: names::prefixed("redisson_lock_queue", name),
@@ -69,7 +71,7 @@ impl KindOps for Fair {
         field: &str,
         may_queue: bool,
     ) -> Result<Attempt<()>> {
-        let ttl: Option<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.client.run_write(
             at.name,
             |conn| {
                 FAIR_ACQUIRE
@@ -83,18 +85,12 @@ impl KindOps for Fair {
                     .arg(if may_queue { "1" } else { "0" })
                     .invoke(conn)
             },
-            |ttl: &Option<i64>| ttl.is_none(),
+            |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
-        Ok(Attempt::from_ttl_reply(ttl))
+        Attempt::from_reply(at.name, &reply)
     }
 
-    fn release(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        request_id: &str,
-    ) -> Result<Option<i64>> {
+    fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
         at.client.run_write(
             at.name,
@@ -106,7 +102,6 @@ impl KindOps for Fair {
                     .key(&self.channel_prefix)
                     .key(&latch)
                     .arg(scripts::WAKE_ONE)
-                    .arg(lease_ms)
                     .arg(field)
                     .arg(now_ms())
                     .arg(latch_ttl_ms)
@@ -137,22 +132,18 @@ impl KindOps for Fair {
     }
 
     fn give_up(&self, at: Target<'_>, field: &str) -> Result<()> {
-        let _: i64 = at.client.run_write(
-            at.name,
-            |conn| {
-                FAIR_GIVE_UP
-                    .key(at.name)
-                    .key(&self.queue)
-                    .key(&self.deadlines)
-                    .key(&self.channel_prefix)
-                    .arg(field)
-                    .arg(self.wait_timeout_ms)
-                    .arg(scripts::WAKE_ONE)
-                    .arg(at.client.publish_command())
-                    .invoke(conn)
-            },
-            |queued: &i64| *queued == 1,
-        )?;
+        let _: i64 = at.client.run_cleanup(|conn| {
+            FAIR_GIVE_UP
+                .key(at.name)
+                .key(&self.queue)
+                .key(&self.deadlines)
+                .key(&self.channel_prefix)
+                .arg(field)
+                .arg(self.wait_timeout_ms)
+                .arg(scripts::WAKE_ONE)
+                .arg(at.client.publish_command())
+                .invoke(conn)
+        })?;
         Ok(())
     }
 }

@@ -5,7 +5,7 @@ use once_cell::sync::Lazy;
 use redis::Script;
 
 use super::reentrant::{force_release_hash, release_hash};
-use super::sealed::KindOps;
+use super::sealed::{unexpected_reply, KindOps};
 use super::{Attempt, Target};
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -33,6 +33,8 @@ pub struct Fenced {
 impl KindOps for Fenced {
     type Grant = u64;
 
+    const DESCRIPTION: &'static str = "fenced lock";
+
     fn for_name(name: &str, _client: &Client) -> Self {
         Fenced {
             channel: names::lock_channel(name),
@@ -51,7 +53,7 @@ impl KindOps for Fenced {
         field: &str,
         _: bool,
     ) -> Result<Attempt<u64>> {
-        let (acquired, value): (i64, i64) = at.client.run_write(
+        let reply: Vec<i64> = at.client.run_write(
             at.name,
             |conn| {
                 FENCED_ACQUIRE
@@ -61,30 +63,29 @@ impl KindOps for Fenced {
                     .arg(field)
                     .invoke(conn)
             },
-            |(acquired, _): &(i64, i64)| *acquired == 1,
+            |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
-        if acquired == 1 {
-            let token = u64::try_from(value).map_err(|_| Error::InvalidArgument {
-                what: "fencing token",
-                reason: format!(
-                    "the token counter {} holds {value}, not a positive number",
-                    self.token_key
-                ),
-            })?;
-            Ok(Attempt::Acquired(token))
-        } else {
-            Ok(Attempt::Busy(value))
+        match *reply {
+            [1, holds, token] => {
+                let token = u64::try_from(token).map_err(|_| Error::InvalidArgument {
+                    what: "fencing token",
+                    reason: format!(
+                        "the token counter {} holds {token}, not a positive number",
+                        self.token_key
+                    ),
+                })?;
+                Ok(Attempt::Acquired {
+                    grant: token,
+                    fresh: holds == 1,
+                })
+            }
+            [0, ttl] => Ok(Attempt::Busy(ttl)),
+            _ => Err(unexpected_reply(at.name, &reply)),
         }
     }
 
-    fn release(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        request_id: &str,
-    ) -> Result<Option<i64>> {
-        release_hash(at, &self.channel, lease_ms, field, request_id)
+    fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
+        release_hash(at, &self.channel, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

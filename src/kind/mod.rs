@@ -20,7 +20,7 @@ mod spin;
 use std::fmt;
 
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::renewals::RenewKind;
 
 pub use fair::Fair;
@@ -38,7 +38,7 @@ pub trait LockKind: sealed::KindOps {}
 
 impl<K: sealed::KindOps> LockKind for K {}
 
-pub(crate) use sealed::{Attempt, Target};
+pub(crate) use sealed::{wrong_kind, Attempt, Target};
 
 pub(crate) mod sealed {
     //! The operations behind [`LockKind`](super::LockKind), out of users' reach.
@@ -49,8 +49,15 @@ pub(crate) mod sealed {
     /// What one acquire attempt found.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum Attempt<G> {
-        /// The caller holds the lock now; `G` is what the kind hands to the guard.
-        Acquired(G),
+        /// The caller holds the lock now.
+        Acquired {
+            /// What the kind hands to the guard (the fencing token).
+            grant: G,
+            /// Whether this is the holder's first hold, not a re-entry: a
+            /// new generation of holds, which makes guards of any earlier
+            /// one stale (their holds expired or were deleted meanwhile).
+            fresh: bool,
+        },
         /// Someone else holds it; the reply is the lock's PTTL in ms, or for a
         /// fair lock the time until this waiter's turn is due.
         Busy(i64),
@@ -73,13 +80,53 @@ pub(crate) mod sealed {
     }
 
     impl Attempt<()> {
-        /// Reads the reply of an acquire script that answers nil when the
-        /// lock was taken and the lock's PTTL otherwise.
-        pub fn from_ttl_reply(ttl: Option<i64>) -> Self {
-            match ttl {
-                None => Attempt::Acquired(()),
-                Some(ttl) => Attempt::Busy(ttl),
+        /// Reads the reply of an acquire script: `{1, holds}` when the lock
+        /// was taken (`holds` = the holder's hold count now), `{0, ttl}`
+        /// when it is busy.
+        pub fn from_reply(name: &str, reply: &[i64]) -> Result<Self> {
+            match *reply {
+                [1, holds, ..] => Ok(Attempt::Acquired {
+                    grant: (),
+                    fresh: holds == 1,
+                }),
+                [0, ttl, ..] => Ok(Attempt::Busy(ttl)),
+                _ => Err(unexpected_reply(name, reply)),
             }
+        }
+    }
+
+    /// An acquire script answered something no script of ours answers: the
+    /// server runs other code under our script's SHA, or the key was changed
+    /// behind our back.
+    pub fn unexpected_reply(name: &str, reply: &[i64]) -> Error {
+        Error::Redis(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "unexpected reply from a lock script",
+            format!("{reply:?} for lock {:?}", crate::names::shorten(name)),
+        )))
+    }
+
+    /// Turns the `WRONGKIND` error of our scripts (and Redis' own
+    /// `WRONGTYPE`) into [`Error::WrongKind`] naming the lock; other errors
+    /// pass through.
+    pub fn wrong_kind(name: &str, expected: &'static str, e: Error) -> Error {
+        let found = match &e {
+            Error::Redis(inner) if inner.code() == Some("WRONGKIND") => inner
+                .detail()
+                .unwrap_or("a lock of another kind")
+                .trim()
+                .to_owned(),
+            Error::Redis(inner)
+                if inner.code() == Some("WRONGTYPE") || inner.to_string().contains("WRONGTYPE") =>
+            {
+                "a value that is not a lock".to_owned()
+            }
+            _ => return e,
+        };
+        Error::WrongKind {
+            lock: crate::names::shorten(name),
+            expected,
+            found,
         }
     }
 
@@ -87,6 +134,9 @@ pub(crate) mod sealed {
     pub trait KindOps: Send + Sync + Sized + fmt::Debug + 'static {
         /// What a successful acquire hands to the guard (the fencing token).
         type Grant: Copy + Send + Sync + fmt::Debug + 'static;
+
+        /// The kind in words, for errors ("plain lock", "read lock", ...).
+        const DESCRIPTION: &'static str;
 
         /// The kind's key names for the lock called `name`.
         fn for_name(name: &str, client: &Client) -> Self;
@@ -132,14 +182,10 @@ pub(crate) mod sealed {
         ) -> Result<Attempt<Self::Grant>>;
 
         /// Releases one hold; `Some(_)` when released, `None` when `field`
-        /// did not hold the lock. `request_id` makes a retry harmless.
-        fn release(
-            &self,
-            at: Target<'_>,
-            lease_ms: u64,
-            field: &str,
-            request_id: &str,
-        ) -> Result<Option<i64>>;
+        /// did not hold the lock. `request_id` makes a retry harmless. The
+        /// holds that remain keep the TTL they need: a release never
+        /// shortens it.
+        fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>>;
 
         /// Deletes the lock whoever holds it and wakes waiters.
         fn force_release(&self, at: Target<'_>) -> Result<bool>;

@@ -133,6 +133,8 @@ fn mode_is(at: Target<'_>, mode: &str) -> Result<bool> {
 impl KindOps for Read {
     type Grant = ();
 
+    const DESCRIPTION: &'static str = "read lock";
+
     fn for_name(name: &str, _client: &Client) -> Self {
         Read {
             channel: rw_channel(name),
@@ -157,7 +159,7 @@ impl KindOps for Read {
     ) -> Result<Attempt<()>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let writer = format!("{field}{WRITE_SUFFIX}");
-        let ttl: Option<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.client.run_write(
             at.name,
             |conn| {
                 READ_ACQUIRE
@@ -168,18 +170,12 @@ impl KindOps for Read {
                     .arg(&writer)
                     .invoke(conn)
             },
-            |ttl: &Option<i64>| ttl.is_none(),
+            |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
-        Ok(Attempt::from_ttl_reply(ttl))
+        Attempt::from_reply(at.name, &reply)
     }
 
-    fn release(
-        &self,
-        at: Target<'_>,
-        _lease_ms: u64,
-        field: &str,
-        request_id: &str,
-    ) -> Result<Option<i64>> {
+    fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
         at.client.run_write(
@@ -213,6 +209,8 @@ impl KindOps for Read {
 impl KindOps for Write {
     type Grant = ();
 
+    const DESCRIPTION: &'static str = "write lock";
+
     fn for_name(name: &str, _client: &Client) -> Self {
         Write {
             channel: rw_channel(name),
@@ -235,7 +233,7 @@ impl KindOps for Write {
         _: bool,
     ) -> Result<Attempt<()>> {
         let reader = field.strip_suffix(WRITE_SUFFIX).unwrap_or(field);
-        let ttl: Option<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.client.run_write(
             at.name,
             |conn| {
                 WRITE_ACQUIRE
@@ -245,23 +243,17 @@ impl KindOps for Write {
                     .arg(reader)
                     .invoke(conn)
             },
-            |ttl: &Option<i64>| ttl.is_none(),
+            |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
-        if ttl == Some(UPGRADE_REFUSED) {
+        if reply == [0, UPGRADE_REFUSED] {
             return Err(Error::UpgradeNotSupported {
                 lock: names::shorten(at.name),
             });
         }
-        Ok(Attempt::from_ttl_reply(ttl))
+        Attempt::from_reply(at.name, &reply)
     }
 
-    fn release(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        request_id: &str,
-    ) -> Result<Option<i64>> {
+    fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
         at.client.run_write(
             at.name,
@@ -271,7 +263,6 @@ impl KindOps for Write {
                     .key(&self.channel)
                     .key(&latch)
                     .arg(WAKE_ALL)
-                    .arg(lease_ms)
                     .arg(field)
                     .arg(latch_ttl_ms)
                     .arg(at.client.publish_command())

@@ -28,6 +28,8 @@ impl Reentrant {
 impl KindOps for Reentrant {
     type Grant = ();
 
+    const DESCRIPTION: &'static str = "plain lock";
+
     fn for_name(name: &str, _client: &Client) -> Self {
         Reentrant::new(name)
     }
@@ -43,17 +45,11 @@ impl KindOps for Reentrant {
         field: &str,
         _: bool,
     ) -> Result<Attempt<()>> {
-        acquire_hash(at, lease_ms, field).map(Attempt::from_ttl_reply)
+        Attempt::from_reply(at.name, &acquire_hash(at, lease_ms, field)?)
     }
 
-    fn release(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        request_id: &str,
-    ) -> Result<Option<i64>> {
-        release_hash(at, &self.channel, lease_ms, field, request_id)
+    fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
+        release_hash(at, &self.channel, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
@@ -61,8 +57,8 @@ impl KindOps for Reentrant {
     }
 }
 
-/// `lua/acquire.lua`: `None` when acquired, else the holder's PTTL.
-pub(crate) fn acquire_hash(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Option<i64>> {
+/// `lua/acquire.lua`: `{1, holds}` when acquired, else `{0, PTTL}`.
+pub(crate) fn acquire_hash(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Vec<i64>> {
     at.client.run_write(
         at.name,
         |conn| {
@@ -72,7 +68,7 @@ pub(crate) fn acquire_hash(at: Target<'_>, lease_ms: u64, field: &str) -> Result
                 .arg(field)
                 .invoke(conn)
         },
-        |ttl: &Option<i64>| ttl.is_none(),
+        |reply: &Vec<i64>| reply.first() == Some(&1),
     )
 }
 
@@ -80,7 +76,6 @@ pub(crate) fn acquire_hash(at: Target<'_>, lease_ms: u64, field: &str) -> Result
 pub(crate) fn release_hash(
     at: Target<'_>,
     channel: &str,
-    lease_ms: u64,
     field: &str,
     request_id: &str,
 ) -> Result<Option<i64>> {
@@ -93,7 +88,6 @@ pub(crate) fn release_hash(
                 .key(channel)
                 .key(&latch)
                 .arg(scripts::WAKE_ONE)
-                .arg(lease_ms)
                 .arg(field)
                 .arg(latch_ttl_ms)
                 .arg(at.client.publish_command())

@@ -41,6 +41,8 @@ impl Spin {
 impl KindOps for Spin {
     type Grant = ();
 
+    const DESCRIPTION: &'static str = "spin lock";
+
     fn for_name(name: &str, _client: &Client) -> Self {
         Spin {
             plain: Reentrant::new(name),
@@ -64,14 +66,8 @@ impl KindOps for Spin {
         self.plain.try_acquire(at, lease_ms, field, may_queue)
     }
 
-    fn release(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        request_id: &str,
-    ) -> Result<Option<i64>> {
-        self.plain.release(at, lease_ms, field, request_id)
+    fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
+        self.plain.release(at, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
