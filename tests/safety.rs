@@ -234,7 +234,7 @@ fn a_fair_waiter_leaves_the_queue_when_its_client_shuts_down() {
 /// (the server stalled past the response timeout) leaves the queue too.
 #[test]
 fn a_fair_waiter_whose_first_reply_was_lost_leaves_the_queue() {
-    let server = RedisServer::start();
+    let server = RedisServer::start_with_args(&["--enable-debug-command", "yes"]);
     let _guard = server.client().fair_lock("lost-reply").lock().unwrap();
     let client = server
         .builder()
@@ -244,11 +244,26 @@ fn a_fair_waiter_whose_first_reply_was_lost_leaves_the_queue() {
         .unwrap();
     let lock = client.fair_lock("lost-reply");
 
-    // Commands wait out the pause; the attempt times out at 500 ms and the
-    // give-up, sent then, is answered when the pause ends at 800 ms.
-    server.pause_for(Duration::from_millis(800));
+    // The server sleeps through the attempt, which times out at 500 ms and
+    // closes its connection; on waking the server still runs the attempt
+    // (it reads the request before it sees the close), so the waiter is
+    // queued with nobody to read the reply. The give-up, sent at 500 ms,
+    // runs after it.
+    let sleeper_url = server.url();
+    let sleeper = thread::spawn(move || {
+        let mut con = redis::Client::open(sleeper_url)
+            .and_then(|c| c.get_connection())
+            .expect("a raw connection");
+        redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg("0.9")
+            .query::<()>(&mut con)
+            .expect("DEBUG SLEEP");
+    });
+    thread::sleep(Duration::from_millis(150));
     let outcome = lock.try_lock_for(Duration::from_secs(5));
     assert!(outcome.is_err(), "the reply was lost: {outcome:?}");
+    sleeper.join().unwrap();
     bounded::wait_until(Duration::from_secs(2), || {
         !server.exists("redisson_lock_queue:{lost-reply}")
     })
