@@ -21,6 +21,10 @@ use crate::pubsub::Wake;
 /// a millisecond; the grace only bounds the cost when the wake-up is lost.
 const HANDOFF_GRACE: Duration = Duration::from_millis(50);
 
+/// The most holds counted twice given back after one acquire: each costs a
+/// round trip, and more than a few means something else writes our field.
+const MAX_ORPHANS_RELEASED: u32 = 8;
+
 /// A handle on one named lock held in Redis, of kind `K`: by default the
 /// plain reentrant lock (Redisson's `RLock`); see [`LockKind`] for the others.
 ///
@@ -112,8 +116,9 @@ impl<K: LockKind> Lock<K> {
         &self.client
     }
 
-    /// renews it until the guard is dropped, so it never expires while this
-    /// process runs.
+    /// Waits until the lock is held, however long that takes. No lease: the
+    /// watchdog renews it until the guard is dropped, so it never expires
+    /// while this process runs.
     ///
     /// # Errors
     ///
@@ -218,17 +223,30 @@ impl<K: LockKind> Lock<K> {
         self.validate()?;
         self.client.check_open()?;
         let field = self.field();
-        let Some(record) = self.client.renewals().find(&self.keys.name, &field) else {
-            return Err(Error::NotHeld {
-                lock: names::shorten(&self.keys.name),
-            });
-        };
-        // A leased hold first: a leaked watched guard may still count on
-        // the watchdog.
-        self.release(&Hold {
-            record,
-            renewal: Renewal::Leased { expires_at: None },
-        })
+        match self.client.renewals().find(&self.keys.name, &field) {
+            // A leased hold first: a leaked watched guard may still count on
+            // the watchdog.
+            Some(record) => self.release(&Hold {
+                record,
+                renewal: Renewal::Leased { expires_at: None },
+            }),
+            // No hold known here; Redis may still count one that no guard
+            // stands for (see `release_orphans`): give that back.
+            None => {
+                let request_id = self.client.next_request_id();
+                match self
+                    .keys
+                    .kind
+                    .release(self.target(), &field, &request_id)
+                    .map_err(|e| self.wrong_kind(e))?
+                {
+                    Some(_) => Ok(()),
+                    None => Err(Error::NotHeld {
+                        lock: names::shorten(&self.keys.name),
+                    }),
+                }
+            }
+        }
     }
 
     /// Whether any thread of any client holds the lock (for a read or write
@@ -324,8 +342,8 @@ impl<K: LockKind> Lock<K> {
             // A try that will not wait joins no queue: nothing to leave.
             let started = Instant::now();
             return Ok(match self.try_acquire(lease_ms, &field, false)? {
-                Attempt::Acquired { grant, fresh } => {
-                    Some(self.guard(lease, field, started, grant, fresh))
+                Attempt::Acquired { grant, holds } => {
+                    Some(self.guard(lease, field, started, grant, holds))
                 }
                 Attempt::Busy(_) => None,
             });
@@ -361,9 +379,9 @@ impl<K: LockKind> Lock<K> {
             .is_some_and(|channel| self.client.pubsub().handoff_pending(channel));
         if !stand_back {
             let started = Instant::now();
-            if let Attempt::Acquired { grant, fresh } = self.try_acquire(lease_ms, field, true)? {
+            if let Attempt::Acquired { grant, holds } = self.try_acquire(lease_ms, field, true)? {
                 let field = Arc::clone(field);
-                return Ok(Some(self.guard(lease, field, started, grant, fresh)));
+                return Ok(Some(self.guard(lease, field, started, grant, holds)));
             }
         }
         self.acquire_slow(lease, lease_ms, field, wait, interrupt, stand_back)
@@ -423,9 +441,9 @@ impl<K: LockKind> Lock<K> {
                 subscription.handoff_done();
             }
             let ttl = match attempt? {
-                Attempt::Acquired { grant, fresh } => {
+                Attempt::Acquired { grant, holds } => {
                     let field = Arc::clone(field);
-                    return Ok(Some(self.guard(lease, field, started, grant, fresh)));
+                    return Ok(Some(self.guard(lease, field, started, grant, holds)));
                 }
                 Attempt::Busy(ttl) => ttl,
             };
@@ -509,16 +527,19 @@ impl<K: LockKind> Lock<K> {
         field: Arc<str>,
         started: Instant,
         grant: K::Grant,
-        fresh: bool,
+        holds: u32,
     ) -> LockGuard<K> {
-        let record = self.client.renewals().add(
+        let (record, orphans) = self.client.renewals().add(
             &self.keys.name,
             &field,
             self.keys.kind.renew_kind(),
             started,
-            fresh,
+            holds,
             lease.is_none(),
         );
+        if orphans > 0 {
+            self.release_orphans(&field, orphans);
+        }
         let renewal = match lease {
             None => Renewal::Watched,
             // Counted from before the request: the key may expire a little
@@ -528,6 +549,26 @@ impl<K: LockKind> Lock<K> {
             },
         };
         LockGuard::new(self.clone(), Hold { record, renewal }, grant)
+    }
+
+    /// Gives back holds Redis counts for this thread that no guard stands
+    /// for: an acquire retried after its reply was lost, which counted
+    /// twice, or holds of a generation judged lost that Redis still had.
+    /// Left alone they would keep the lock after the last guard's release
+    /// until its TTL ran out. Best effort: a failure costs only that delay.
+    #[cold]
+    fn release_orphans(&self, field: &str, orphans: u32) {
+        for _ in 0..orphans.min(MAX_ORPHANS_RELEASED) {
+            let request_id = self.client.next_request_id();
+            if let Err(e) = self.keys.kind.release(self.target(), field, &request_id) {
+                log::warn!(
+                    "redhold: giving back a hold of {:?} counted twice failed: {e}; \
+                     the lock stays held until its TTL runs out",
+                    names::shorten(self.name())
+                );
+                return;
+            }
+        }
     }
 
     // ---- releasing ----

@@ -107,40 +107,45 @@ pub(crate) struct RenewalMap {
 }
 
 impl RenewalMap {
-    /// Records one more hold of `name` by `field`, just taken in Redis.
+    /// Records one more hold of `name` by `field`, just taken in Redis,
+    /// which now counts `holds` for the field.
     ///
-    /// `fresh` says Redis counted it as the holder's first hold: a new
-    /// generation starts, and a record still live here is marked lost (its
-    /// holds expired or were deleted, or Redis would have counted more).
-    /// `watched` holds are renewed by the watchdog; `sent` is when the
-    /// acquire request left: the TTL Redis set runs from some moment after
-    /// it, so counting from it never overestimates.
+    /// `holds == 1` is the holder's first hold: a new generation starts, and
+    /// a record still live here is marked lost (its holds expired or were
+    /// deleted, or Redis would have counted more). `watched` holds are
+    /// renewed by the watchdog; `sent` is when the acquire request left: the
+    /// TTL Redis set runs from some moment after it, so counting from it
+    /// never overestimates.
+    ///
+    /// Also returns how many more holds Redis counts than there are here:
+    /// holds no guard stands for, which the caller gives back.
     pub(crate) fn add(
         &self,
         name: &Arc<str>,
         field: &Arc<str>,
         kind: RenewKind,
         sent: Instant,
-        fresh: bool,
+        holds: u32,
         watched: bool,
-    ) -> Arc<HoldRecord> {
+    ) -> (Arc<HoldRecord>, u32) {
         let mut entries = self.entries.lock();
         let key = (Arc::clone(name), Arc::clone(field));
         if let Some(entry) = entries.get_mut(&key) {
-            if !fresh {
+            if holds > 1 {
                 if watched {
                     entry.watched += 1;
                     entry.record.confirmed_at(sent);
                 } else {
                     entry.leased += 1;
                 }
-                return Arc::clone(&entry.record);
+                let here = entry.watched.saturating_add(entry.leased);
+                return (Arc::clone(&entry.record), holds.saturating_sub(here));
             }
             entry.record.state.store(LOST, Ordering::Release);
         }
         // A re-entry with no live record here (Redis counted a hold we had
-        // already judged lost) also starts a generation: the guards of the
-        // lost one must stay stale.
+        // already judged lost, or an acquire twice) also starts a
+        // generation: the guards of the lost one must stay stale.
         let record = Arc::new(HoldRecord {
             name: Arc::clone(name),
             field: Arc::clone(field),
@@ -156,7 +161,7 @@ impl RenewalMap {
                 leased: u32::from(!watched),
             },
         );
-        record
+        (record, holds.saturating_sub(1))
     }
 
     /// Forgets one hold of `record` before it is released in Redis (a
@@ -241,16 +246,27 @@ mod tests {
         (Arc::from("lock"), Arc::from("uuid:1"))
     }
 
+    /// Records a hold as Redis would count it; `fresh` holds are the first
+    /// of their generation.
     fn add(map: &RenewalMap, fresh: bool, watched: bool) -> Arc<HoldRecord> {
         let (name, field) = names();
-        map.add(
+        let here = map
+            .entries
+            .lock()
+            .values()
+            .map(|e| e.watched + e.leased)
+            .sum::<u32>();
+        let holds = if fresh { 1 } else { here + 1 };
+        let (record, orphans) = map.add(
             &name,
             &field,
             RenewKind::Hash,
             Instant::now(),
-            fresh,
+            holds,
             watched,
-        )
+        );
+        assert_eq!(orphans, 0);
+        record
     }
 
     #[test]
@@ -310,6 +326,22 @@ mod tests {
         assert!(leased.is_live());
         assert!(map.release_one(&leased, false));
         assert!(!leased.is_live());
+    }
+
+    #[test]
+    fn holds_redis_counts_beyond_the_guards_are_orphans() {
+        let map = RenewalMap::default();
+        let (name, field) = names();
+        let now = Instant::now();
+        // An acquire retried after its reply was lost: Redis counts 2.
+        let (first, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, true);
+        assert_eq!(orphans, 1);
+        // A re-entry, after the orphan was given back: Redis counts 2 again.
+        let (again, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, false);
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(orphans, 0);
+        let (_, orphans) = map.add(&name, &field, RenewKind::Hash, now, 5, false);
+        assert_eq!(orphans, 2);
     }
 
     #[test]

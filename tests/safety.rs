@@ -20,6 +20,24 @@ fn pttl(server: &RedisServer, key: &str) -> i64 {
     server.cmd(&["PTTL", key])
 }
 
+/// Puts the server to sleep (`DEBUG SLEEP`) for `seconds` from another
+/// thread, and returns once it sleeps.
+fn sleep_server(server: &RedisServer, seconds: f64) -> thread::JoinHandle<()> {
+    let url = server.url();
+    let sleeper = thread::spawn(move || {
+        let mut con = redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .expect("a raw connection");
+        redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(seconds)
+            .query::<()>(&mut con)
+            .expect("DEBUG SLEEP");
+    });
+    thread::sleep(Duration::from_millis(150));
+    sleeper
+}
+
 /// The review's first finding, as written: a re-entry with a short lease
 /// set the lock's TTL to that lease, and once it ran out another client got
 /// in while the outer hold was still believed held.
@@ -249,18 +267,7 @@ fn a_fair_waiter_whose_first_reply_was_lost_leaves_the_queue() {
     // (it reads the request before it sees the close), so the waiter is
     // queued with nobody to read the reply. The give-up, sent at 500 ms,
     // runs after it.
-    let sleeper_url = server.url();
-    let sleeper = thread::spawn(move || {
-        let mut con = redis::Client::open(sleeper_url)
-            .and_then(|c| c.get_connection())
-            .expect("a raw connection");
-        redis::cmd("DEBUG")
-            .arg("SLEEP")
-            .arg("0.9")
-            .query::<()>(&mut con)
-            .expect("DEBUG SLEEP");
-    });
-    thread::sleep(Duration::from_millis(150));
+    let sleeper = sleep_server(&server, 0.9);
     let outcome = lock.try_lock_for(Duration::from_secs(5));
     assert!(outcome.is_err(), "the reply was lost: {outcome:?}");
     sleeper.join().unwrap();
@@ -268,6 +275,40 @@ fn a_fair_waiter_whose_first_reply_was_lost_leaves_the_queue() {
         !server.exists("redisson_lock_queue:{lost-reply}")
     })
     .expect("the waiter left the queue it joined");
+}
+
+/// An acquire whose reply was lost is retried and counted twice by Redis;
+/// the client gives the extra hold back, so the lock is free after the one
+/// guard's release (before, it stayed held, unrenewed, until its TTL ran
+/// out).
+#[test]
+fn an_acquire_counted_twice_is_given_back() {
+    let server = RedisServer::start_with_args(&["--enable-debug-command", "yes"]);
+    let client = server
+        .builder()
+        .response_timeout(Duration::from_millis(500))
+        .retry_attempts(1)
+        .build()
+        .unwrap();
+    let lock = client.lock("twice");
+    // Loads the scripts: a first attempt answered NOSCRIPT would not count.
+    drop(lock.lock().unwrap());
+    // The first attempt times out at 650 ms; the retry, sent at 700 ms, is
+    // answered when the server wakes at 900 ms, after the first ran.
+    let sleeper = sleep_server(&server, 0.9);
+    let guard = lock.lock().unwrap();
+    sleeper.join().unwrap();
+    assert_eq!(server.cmd::<i64>(&["HLEN", "twice"]), 1);
+    assert_eq!(
+        lock.hold_count().unwrap(),
+        1,
+        "the extra hold is given back"
+    );
+    guard.unlock().unwrap();
+    assert!(
+        !server.exists("twice"),
+        "the lock stayed held after its release"
+    );
 }
 
 /// A name holds one kind of lock; using it as another is refused with a

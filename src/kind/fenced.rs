@@ -66,7 +66,7 @@ impl KindOps for Fenced {
             |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
         match *reply {
-            [1, holds, token] => {
+            [1, holds, token] if holds > 0 => {
                 let token = u64::try_from(token).map_err(|_| Error::InvalidArgument {
                     what: "fencing token",
                     reason: format!(
@@ -76,7 +76,7 @@ impl KindOps for Fenced {
                 })?;
                 Ok(Attempt::Acquired {
                     grant: token,
-                    fresh: holds == 1,
+                    holds: u32::try_from(holds).unwrap_or(u32::MAX),
                 })
             }
             [0, ttl] => Ok(Attempt::Busy(ttl)),

@@ -53,10 +53,11 @@ pub(crate) mod sealed {
         Acquired {
             /// What the kind hands to the guard (the fencing token).
             grant: G,
-            /// Whether this is the holder's first hold, not a re-entry: a
-            /// new generation of holds, which makes guards of any earlier
-            /// one stale (their holds expired or were deleted meanwhile).
-            fresh: bool,
+            /// The holder's hold count in Redis after this acquire. `1` is
+            /// the holder's first hold, not a re-entry: a new generation of
+            /// holds, which makes guards of any earlier one stale (their
+            /// holds expired or were deleted meanwhile).
+            holds: u32,
         },
         /// Someone else holds it; the reply is the lock's PTTL in ms, or for a
         /// fair lock the time until this waiter's turn is due.
@@ -85,9 +86,9 @@ pub(crate) mod sealed {
         /// when it is busy.
         pub fn from_reply(name: &str, reply: &[i64]) -> Result<Self> {
             match *reply {
-                [1, holds, ..] => Ok(Attempt::Acquired {
+                [1, holds, ..] if holds > 0 => Ok(Attempt::Acquired {
                     grant: (),
-                    fresh: holds == 1,
+                    holds: u32::try_from(holds).unwrap_or(u32::MAX),
                 }),
                 [0, ttl, ..] => Ok(Attempt::Busy(ttl)),
                 _ => Err(unexpected_reply(name, reply)),
