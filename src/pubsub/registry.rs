@@ -80,6 +80,8 @@ struct ChannelState {
     /// The connection the subscription was sent on (a cluster node in
     /// sharded mode; always the one connection otherwise).
     link: Option<Arc<str>>,
+    /// The client shut down: nobody waits for a confirmation any more.
+    closed: bool,
     /// Until when a local thread that did not wait must stand back: a
     /// release found waiters parked here, and the one woken should get the
     /// lock rather than a thread that comes back for it at once.
@@ -127,6 +129,7 @@ impl Registry {
                 idle_since: None,
                 wake_all_on_confirm: false,
                 link: None,
+                closed: false,
                 handoff_until: None,
             }),
             confirmed: Condvar::new(),
@@ -225,10 +228,15 @@ impl Registry {
             .collect()
     }
 
-    /// Wakes every waiter of every channel (shutdown, lost connection).
+    /// The client shuts down: wakes every waiter of every channel, and
+    /// ends every wait for a confirmation.
     pub(crate) fn wake_everyone(&self) {
         for channel in self.all() {
-            channel.wake_all();
+            let mut st = channel.state.lock();
+            st.closed = true;
+            wake_all_locked(&mut st);
+            drop(st);
+            channel.confirmed.notify_all();
         }
     }
 }
@@ -261,25 +269,34 @@ impl Channel {
         self.state.lock().sub == SubState::Subscribed
     }
 
-    /// Waits up to `timeout` for the subscription to be confirmed.
+    /// Waits up to `timeout` (no limit if it cannot be represented) for
+    /// the subscription to be confirmed. Stops waiting early when the client
+    /// shuts down.
     ///
-    /// When it is not, the caller goes on to check the lock and park without
-    /// it, and a release announced before the subscription takes effect is
-    /// never heard; so the confirmation, when it comes, wakes every waiter
-    /// to check again.
+    /// When it is not confirmed, the caller goes on to check the lock and
+    /// park without it, and a release announced before the subscription
+    /// takes effect is never heard; so the confirmation, when it comes,
+    /// wakes every waiter to check again.
     pub(crate) fn wait_subscribed(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now().checked_add(timeout);
         let mut st = self.state.lock();
-        while st.sub != SubState::Subscribed {
-            if self.confirmed.wait_until(&mut st, deadline).timed_out() {
-                if st.sub == SubState::Subscribed {
-                    return true;
+        while st.sub != SubState::Subscribed && !st.closed {
+            let timed_out = match deadline {
+                Some(deadline) => self.confirmed.wait_until(&mut st, deadline).timed_out(),
+                None => {
+                    self.confirmed.wait(&mut st);
+                    false
                 }
-                st.wake_all_on_confirm = true;
-                return false;
+            };
+            if timed_out {
+                break;
             }
         }
-        true
+        if st.sub == SubState::Subscribed {
+            return true;
+        }
+        st.wake_all_on_confirm = true;
+        false
     }
 
     /// Whether a local thread still waits on this channel, so that it must
@@ -348,7 +365,8 @@ impl Channel {
     /// Parks the calling thread until a wake-up reaches it, `timeout` passes
     /// or `interrupt` is triggered.
     pub(crate) fn park(&self, timeout: Duration, interrupt: Option<&Interrupt>) -> Wake {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long to represent is no timeout at all.
+        let deadline = Instant::now().checked_add(timeout);
         let waiter = Arc::new(Waiter {
             thread: thread::current(),
             notified: AtomicBool::new(false),
@@ -369,11 +387,16 @@ impl Channel {
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 break Wake::Interrupted;
             }
-            let now = Instant::now();
-            if now >= deadline {
-                break Wake::TimedOut;
+            match deadline {
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break Wake::TimedOut;
+                    }
+                    thread::park_timeout(deadline - now);
+                }
+                None => thread::park(),
             }
-            thread::park_timeout(deadline - now);
         };
         if outcome == Wake::Notified {
             return outcome;
@@ -480,5 +503,42 @@ mod tests {
         assert!(must);
         reg.unsubscribed(&ch);
         assert!(reg.get(b"ch").is_some());
+    }
+
+    /// Issue 10: `Duration::MAX` (a setting meaning "no limit") must not
+    /// overflow an `Instant`.
+    #[test]
+    fn endless_timeouts_do_not_overflow() {
+        let reg = Registry::default();
+        let (ch, _) = joined(reg.join("ch"));
+        ch.assign(&Arc::from("pubsub"));
+        ch.confirm();
+        assert!(ch.wait_subscribed(Duration::MAX));
+        ch.wake_one();
+        assert_eq!(ch.park(Duration::MAX, None), Wake::Notified);
+    }
+
+    /// Issue 10: shutting down ends a wait for a confirmation at once, not
+    /// after the response timeout.
+    #[test]
+    fn wake_everyone_ends_a_wait_for_the_confirmation() {
+        let reg = Arc::new(Registry::default());
+        let (ch, _) = joined(reg.join("ch"));
+        ch.assign(&Arc::from("pubsub"));
+        let (done, result) = std::sync::mpsc::channel();
+        let waiting = {
+            let ch = Arc::clone(&ch);
+            thread::spawn(move || {
+                let _ = done.send(ch.wait_subscribed(Duration::from_secs(600)));
+            })
+        };
+        // Give the waiter time to block; the outcome is the same either way.
+        thread::sleep(Duration::from_millis(50));
+        reg.wake_everyone();
+        let confirmed = result
+            .recv_timeout(Duration::from_secs(30))
+            .expect("still waiting for the confirmation after wake_everyone");
+        assert!(!confirmed);
+        waiting.join().unwrap();
     }
 }

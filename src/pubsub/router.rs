@@ -154,13 +154,19 @@ fn open(shared: &Shared, link: &Link, target: &ConnectionInfo) -> RedisResult<Re
     Ok(reader)
 }
 
-/// Starts the subscriber thread of `link`.
+/// Starts the subscriber thread of `link`, which [`PubSub::shutdown`](super::PubSub::shutdown)
+/// joins; refused once the client stops, so that none is left behind.
 fn spawn(shared: &Arc<Shared>, link: &Arc<Link>, reader: Reader) -> io::Result<()> {
     let name = match &shared.router {
         Router::Single { .. } => "redhold-subscriber".to_owned(),
         #[cfg(feature = "cluster")]
         Router::Sharded { .. } => format!("redhold-subscriber-{}", link.id),
     };
+    // Checked under the lock that shutdown takes the threads with.
+    let mut threads = shared.threads.lock();
+    if shared.stopping.load(Ordering::SeqCst) {
+        return Err(io::Error::other("the client is shutting down"));
+    }
     let thread = {
         let shared = Arc::clone(shared);
         let link = Arc::clone(link);
@@ -168,7 +174,6 @@ fn spawn(shared: &Arc<Shared>, link: &Arc<Link>, reader: Reader) -> io::Result<(
             .name(name)
             .spawn(move || subscriber::run(&shared, &link, reader))?
     };
-    let mut threads = shared.threads.lock();
     threads.retain(|t| !t.is_finished());
     threads.push(thread);
     Ok(())
@@ -284,7 +289,7 @@ fn reconnect(shared: &Shared, link: &Link) -> Option<Reader> {
             }
             Err(e) => {
                 log::debug!("redhold pub/sub reconnect failed: {e}; next try in {backoff:?}");
-                thread::sleep(backoff);
+                shared.pause(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
@@ -318,7 +323,7 @@ fn relocate(
             }
         });
         if !channels.is_empty() {
-            thread::sleep(backoff);
+            shared.pause(backoff);
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
