@@ -119,9 +119,10 @@ impl PubSub {
 
     /// Registers the calling thread as a waiter on `channel` and makes sure
     /// the channel is subscribed. Waits for the server's confirmation at most
-    /// the response timeout (or `max_wait` if shorter): without it a release
-    /// could go unheard, which costs time (the waiter sleeps until the lock's
-    /// TTL) but never safety.
+    /// the response timeout (or `max_wait` if shorter), and only while a
+    /// SUBSCRIBE is on its way: without it a release could go unheard, which
+    /// costs time (the waiter sleeps until the lock's TTL, or until the
+    /// subscription is confirmed later) but never safety.
     pub(crate) fn subscribe(&self, channel: &str, max_wait: Duration) -> Subscription<'_> {
         let registry = &self.shared.registry;
         let channel = match registry.join(channel) {

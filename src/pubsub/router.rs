@@ -190,9 +190,13 @@ pub(super) fn subscribe(shared: &Arc<Shared>, channel: &Arc<Channel>) {
 
 fn try_subscribe(shared: &Arc<Shared>, channel: &Arc<Channel>) -> RedisResult<()> {
     let (subscribe, _) = shared.router.commands();
-    let link = link_for(shared, channel)?;
-    channel.assign(&link.id);
-    link.writer.send(&[subscribe, channel.name.as_bytes()])?;
+    let before = channel.last_send();
+    let link = link_for(shared, channel).inspect_err(|_| channel.send_failed(before))?;
+    let token = channel.assign(&link.id);
+    if let Err(e) = link.writer.send(&[subscribe, channel.name.as_bytes()]) {
+        channel.send_failed(token);
+        return Err(e.into());
+    }
     Ok(())
 }
 
@@ -277,8 +281,14 @@ fn reconnect(shared: &Shared, link: &Link) -> Option<Reader> {
                 for batch in channels.chunks(RESUBSCRIBE_BATCH) {
                     let mut args: Vec<&[u8]> = vec![subscribe];
                     args.extend(batch.iter().map(|c| c.name.as_bytes()));
+                    let tokens: Vec<u64> = batch.iter().map(|c| c.assign(&link.id)).collect();
                     if let Err(e) = link.writer.send(&args) {
+                        // The connection is gone again; the next reconnect
+                        // sends them.
                         log::debug!("redhold: resubscribe failed: {e}");
+                        for (channel, token) in batch.iter().zip(tokens) {
+                            channel.send_failed(token);
+                        }
                     }
                 }
                 log::info!(
@@ -340,16 +350,16 @@ pub(super) fn moved(shared: &Arc<Shared>) {
     let _ = shared;
 }
 
-/// The server ended a subscription on its own (its slot moved away).
-pub(super) fn dropped(shared: &Arc<Shared>, channel: Arc<Channel>) {
-    if channel.dropped_by_server() {
-        #[cfg(feature = "cluster")]
-        if let Router::Sharded { slots, .. } = &shared.router {
-            relocate(shared, slots, vec![channel]);
-            return;
-        }
-        subscribe(shared, &channel);
+/// `channel` was unsubscribed on the server while waiters need it (see
+/// [`Registry::unsubscribed`](super::registry::Registry::unsubscribed)):
+/// subscribe it again, in sharded mode wherever its slot lives now.
+pub(super) fn resubscribe(shared: &Arc<Shared>, channel: Arc<Channel>) {
+    #[cfg(feature = "cluster")]
+    if let Router::Sharded { slots, .. } = &shared.router {
+        relocate(shared, slots, vec![channel]);
+        return;
     }
+    subscribe(shared, &channel);
 }
 
 #[cfg(feature = "cluster")]
