@@ -1,6 +1,7 @@
 //! Pub/sub edge cases on real `redis-server` processes: settings that mean
-//! "no limit", and a client dropped or shut down while its pub/sub
-//! connection is stuck. Every wait is bounded, so a broken promise fails the test
+//! "no limit", a client dropped or shut down while its pub/sub connection
+//! is stuck, and (on a cluster) a sharded subscription that cannot be sent
+//! at first. Every wait is bounded, so a broken promise fails the test
 //! instead of hanging it.
 
 mod bounded;
@@ -146,14 +147,38 @@ mod cluster {
 
     use redhold::{Client, ClientBuilder, Error};
 
-    use super::{Thaw, BLOCKED_FOR, LONG_RESPONSE_TIMEOUT, PROMPTLY};
+    use super::{
+        info, refuse_connections_beyond, Thaw, BLOCKED_FOR, LONG_RESPONSE_TIMEOUT, PROMPTLY,
+    };
     use crate::bounded;
     use crate::support::cluster::RedisCluster;
+
+    /// Lets the server accept connections again.
+    fn accept_connections(admin: &mut redis::Connection) {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxclients")
+            .arg(10_000)
+            .query(admin)
+            .expect("CONFIG SET maxclients");
+    }
 
     fn builder(cluster: &RedisCluster) -> ClientBuilder {
         Client::builder()
             .cluster(cluster.urls())
             .connect_timeout(Duration::from_secs(2))
+    }
+
+    /// The pub/sub channel on which releases of lock `name` are announced.
+    fn channel_of(name: &str) -> String {
+        format!("redisson_lock__channel:{{{name}}}")
+    }
+
+    /// How many connections listen on `channel` with SSUBSCRIBE, per its owner.
+    fn shard_subscribers(cluster: &RedisCluster, channel: &str) -> i64 {
+        let reply: (String, i64) =
+            cluster.cmd_for_key(channel, &["PUBSUB", "SHARDNUMSUB", channel]);
+        reply.1
     }
 
     /// Issue 10: a waiter waiting for the confirmation of its SUBSCRIBE,
@@ -198,5 +223,52 @@ mod cluster {
         assert!(started.elapsed() < PROMPTLY);
         drop(thaw);
         guard.unlock().expect("holder: unlock");
+    }
+
+    /// Issue 5: an SSUBSCRIBE that cannot be sent (the slot owner refuses
+    /// the new pub/sub connection) is retried with backoff until it works,
+    /// so the waiter is woken by the release instead of sleeping out the
+    /// lock's 30 s TTL.
+    #[test]
+    fn a_failed_ssubscribe_is_retried_until_it_works() {
+        let cluster = RedisCluster::start(3);
+        let holder = builder(&cluster).build().expect("holder client");
+        let waiter = builder(&cluster).build().expect("waiter client");
+        assert_eq!(waiter.watchdog_timeout(), Duration::from_secs(30));
+        let name = cluster.names_on_each_master("unsent").swap_remove(1);
+        let channel = channel_of(&name);
+        let guard = holder.lock(&name).lock().expect("holder: lock");
+        let lock = waiter.lock(&name);
+        // The waiter's command connection to the owner exists from here on.
+        assert!(lock.is_locked().expect("is_locked"), "warm-up");
+
+        let mut admin = cluster.owner_of(&name).connection();
+        let open = info(&mut admin, "clients", "connected_clients");
+        let refused_before = refuse_connections_beyond(&mut admin, open);
+        let blocked = bounded::spawn("waiter", move || {
+            let guard = lock.lock().map_err(|e| e.to_string())?;
+            let got_it = Instant::now();
+            guard.unlock().map_err(|e| e.to_string())?;
+            Ok::<_, String>(got_it)
+        });
+        blocked.assert_running_for(BLOCKED_FOR);
+        let refused = info(&mut admin, "stats", "rejected_connections") - refused_before;
+        assert!(
+            refused >= 1,
+            "the owner refused no connection: the test did not make SSUBSCRIBE fail"
+        );
+        accept_connections(&mut admin);
+
+        assert!(
+            bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) == 1).is_some(),
+            "the waiter never subscribed to {channel} once its owner accepted connections"
+        );
+        let released = Instant::now();
+        guard.unlock().expect("holder: unlock");
+        let got_it = blocked
+            .join_within(PROMPTLY)
+            .unwrap_or_else(|e| panic!("waiter: {e}"));
+        let took = got_it.saturating_duration_since(released);
+        assert!(took < PROMPTLY, "woken {took:?} after the release");
     }
 }

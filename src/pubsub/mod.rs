@@ -53,8 +53,9 @@ struct Shared {
     connect_timeout: Duration,
     response_timeout: Duration,
     linger: Duration,
-    /// Every subscriber thread started, unparked when the client stops and
-    /// joined by [`PubSub::shutdown`].
+    /// Every background thread started (subscribers, and the sharded
+    /// retry thread), unparked when the client stops and joined by
+    /// [`PubSub::shutdown`].
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 

@@ -17,7 +17,8 @@
 //! Beside the state, a channel records the connection its SUBSCRIBE went out
 //! on (`link`), as long as that SUBSCRIBE or the subscription it made lasts.
 //! A `Requested` channel without a link has nothing on its way to the
-//! server: nobody waits for a confirmation then.
+//! server: nobody waits for a confirmation then, and once no waiter is left
+//! the channel is forgotten.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -212,13 +213,37 @@ impl Registry {
         true
     }
 
+    /// Forgets `channel` if nobody waits on it and it is not subscribed:
+    /// its SUBSCRIBE failed or was refused, and is not worth retrying.
+    /// Returns whether it was forgotten.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn forget_if_unwanted(&self, channel: &Channel) -> bool {
+        let mut channels = self.channels.lock();
+        let st = channel.state.lock();
+        if st.waiters > 0 || st.sub != SubState::Requested {
+            return false;
+        }
+        if channels
+            .get(&channel.name)
+            .is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), channel))
+        {
+            channels.remove(&channel.name);
+        }
+        true
+    }
+
     /// Channels whose last waiter left more than `linger` ago and that can
-    /// be unsubscribed now; they are marked `Unsubscribing`.
+    /// be unsubscribed now; they are marked `Unsubscribing`. Channels nobody
+    /// waits on whose SUBSCRIBE never went out are forgotten.
     pub(crate) fn take_idle(&self, linger: Duration, link: &str) -> Vec<Arc<Channel>> {
         let mut idle = Vec::new();
         let mut channels = self.channels.lock();
         channels.retain(|_, channel| {
             let mut st = channel.state.lock();
+            if st.waiters == 0 && st.sub == SubState::Requested && st.link.is_none() {
+                // Nothing on the server, nobody to subscribe for.
+                return false;
+            }
             if st.link.as_deref() != Some(link) {
                 return true;
             }
@@ -374,6 +399,21 @@ impl Channel {
         }
         drop(st);
         self.confirmed.notify_all();
+    }
+
+    /// Whether a waiter still needs this channel subscribed and it is not.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn wants_subscription(&self) -> bool {
+        let st = self.state.lock();
+        st.waiters > 0 && st.sub == SubState::Requested
+    }
+
+    /// Whether this channel is unconfirmed on `link`: its SUBSCRIBE went
+    /// out there and has no reply yet.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn unconfirmed_on(&self, link: &str) -> bool {
+        let st = self.state.lock();
+        st.sub == SubState::Requested && st.link.as_deref() == Some(link)
     }
 
     /// The server confirmed the subscription.
@@ -649,6 +689,19 @@ mod tests {
         ch.assign(&link);
         ch.confirm();
         assert_eq!(ch.park(Duration::from_secs(5), None), Wake::Notified);
+    }
+
+    /// Issue 5: a channel whose SUBSCRIBE never went out (its connection
+    /// could not be opened) and that nobody waits on any more must not stay
+    /// in the registry forever.
+    #[test]
+    fn an_unsent_channel_nobody_waits_on_is_forgotten() {
+        let reg = Registry::default();
+        let (ch, must) = joined(reg.join("ch"));
+        assert!(must);
+        reg.leave(&ch);
+        let _ = reg.take_idle(Duration::ZERO, "node");
+        assert!(reg.get(b"ch").is_none(), "the entry lingers: {ch:?}");
     }
 
     /// Issue 10: `Duration::MAX` (a setting meaning "no limit") must not

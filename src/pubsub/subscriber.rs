@@ -73,6 +73,7 @@ fn dispatch(shared: &Arc<Shared>, link: &Link, frame: Frame) {
                 "redhold pub/sub: server error {}",
                 String::from_utf8_lossy(&e)
             );
+            router::refused(shared, link);
             return;
         }
         other => {
@@ -107,6 +108,7 @@ fn dispatch(shared: &Arc<Shared>, link: &Link, frame: Frame) {
         b"subscribe" | b"ssubscribe" => {
             if let Some(channel) = shared.registry.get(channel) {
                 channel.confirm();
+                router::confirmed(shared);
             }
         }
         b"unsubscribe" | b"sunsubscribe" => {
