@@ -25,8 +25,8 @@ mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -53,8 +53,30 @@ struct Shared {
     connect_timeout: Duration,
     response_timeout: Duration,
     linger: Duration,
-    /// Every subscriber thread started, joined on shutdown.
+    /// Every background thread started (subscribers, and the sharded
+    /// retry thread), unparked when the client stops and joined by
+    /// [`PubSub::shutdown`].
     threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Shared {
+    /// Sleeps for `duration`, or less if the client stops meanwhile
+    /// ([`PubSub::stop`] unparks every background thread).
+    fn pause(&self, duration: Duration) {
+        let deadline = Instant::now().checked_add(duration);
+        while !self.stopping.load(Ordering::SeqCst) {
+            match deadline {
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return;
+                    }
+                    thread::park_timeout(deadline - now);
+                }
+                None => thread::park(),
+            }
+        }
+    }
 }
 
 /// How often a subscriber thread wakes without traffic, to unsubscribe idle
@@ -98,9 +120,10 @@ impl PubSub {
 
     /// Registers the calling thread as a waiter on `channel` and makes sure
     /// the channel is subscribed. Waits for the server's confirmation at most
-    /// the response timeout (or `max_wait` if shorter): without it a release
-    /// could go unheard, which costs time (the waiter sleeps until the lock's
-    /// TTL) but never safety.
+    /// the response timeout (or `max_wait` if shorter), and only while a
+    /// SUBSCRIBE is on its way: without it a release could go unheard, which
+    /// costs time (the waiter sleeps until the lock's TTL, or until the
+    /// subscription is confirmed later) but never safety.
     pub(crate) fn subscribe(&self, channel: &str, max_wait: Duration) -> Subscription<'_> {
         let registry = &self.shared.registry;
         let channel = match registry.join(channel) {
@@ -140,24 +163,38 @@ impl PubSub {
             .is_some_and(|channel| channel.handoff_pending())
     }
 
-    /// Stops the subscriber threads, waits for them, and wakes every waiter
-    /// so that it sees the client is shut down.
+    /// Stops the background threads, wakes every waiter so that it sees the
+    /// client is shut down, and waits for the threads to end.
     pub(crate) fn shutdown(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        self.shared.router.close_all();
+        self.stop();
         let threads = std::mem::take(&mut *self.shared.threads.lock());
         for thread in threads {
             if thread.join().is_err() {
-                log::error!("a redhold subscriber thread panicked");
+                log::error!("a redhold pub/sub thread panicked");
             }
         }
+    }
+
+    /// Tells the background threads to stop, without waiting for them: the
+    /// connections are closed (which ends every blocking read) and their
+    /// pauses cut short. Waiters are woken first, so that none waits for a
+    /// thread: a thread in the middle of a connection attempt ends only
+    /// once that attempt does (within the connect and response timeouts).
+    fn stop(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.registry.wake_everyone();
+        self.shared.router.close_all();
+        for thread in self.shared.threads.lock().iter() {
+            thread.thread().unpark();
+        }
     }
 }
 
 impl Drop for PubSub {
+    /// Stops the threads without joining them: dropping the last `Client`
+    /// never blocks (see [`PubSub::stop`]).
     fn drop(&mut self) {
-        self.shutdown();
+        self.stop();
     }
 }
 

@@ -24,7 +24,7 @@ pub(super) fn run(shared: &Arc<Shared>, link: &Arc<Link>, mut reader: Reader) {
             Ok(Some(frame)) => {
                 last_read = Instant::now();
                 ping_sent = None;
-                dispatch(shared, frame);
+                dispatch(shared, link, frame);
                 None
             }
             Ok(None) => match ping_sent {
@@ -60,7 +60,7 @@ pub(super) fn run(shared: &Arc<Shared>, link: &Arc<Link>, mut reader: Reader) {
 
 /// Acts on one frame from the server. Unknown frames and payloads are logged
 /// and ignored: nothing a peer publishes can stop this thread.
-fn dispatch(shared: &Arc<Shared>, frame: Frame) {
+fn dispatch(shared: &Arc<Shared>, link: &Link, frame: Frame) {
     let items = match frame {
         Frame::Array(Some(items)) => items,
         Frame::Error(e) if e.starts_with(b"MOVED") => {
@@ -73,6 +73,7 @@ fn dispatch(shared: &Arc<Shared>, frame: Frame) {
                 "redhold pub/sub: server error {}",
                 String::from_utf8_lossy(&e)
             );
+            router::refused(shared, link);
             return;
         }
         other => {
@@ -107,19 +108,17 @@ fn dispatch(shared: &Arc<Shared>, frame: Frame) {
         b"subscribe" | b"ssubscribe" => {
             if let Some(channel) = shared.registry.get(channel) {
                 channel.confirm();
+                router::confirmed(shared);
             }
         }
-        b"unsubscribe" => {
+        b"unsubscribe" | b"sunsubscribe" => {
+            // Our own UNSUBSCRIBE after the linger (possibly overtaken by a
+            // waiter's SUBSCRIBE), or a node giving up a slot that moved
+            // away: either way the subscription is gone on this connection.
             if let Some(channel) = shared.registry.get(channel) {
-                shared.registry.unsubscribed(&channel);
-            }
-        }
-        b"sunsubscribe" => {
-            if let Some(channel) = shared.registry.get(channel) {
-                // Either our own UNSUBSCRIBE after the linger, or the node
-                // giving up a slot that moved away.
-                shared.registry.unsubscribed(&channel);
-                router::dropped(shared, channel);
+                if shared.registry.unsubscribed(&channel, &link.id) {
+                    router::resubscribe(shared, channel);
+                }
             }
         }
         _ => log::debug!("redhold pub/sub: ignoring {items:?}"),

@@ -186,7 +186,8 @@ fn handshake(
     host: &str,
     timeout: Duration,
 ) -> io::Result<()> {
-    let deadline = Instant::now() + timeout;
+    // A timeout too long to represent is no timeout at all.
+    let deadline = Instant::now().checked_add(timeout);
     let timed_out = || {
         io::Error::new(
             io::ErrorKind::TimedOut,
@@ -194,12 +195,17 @@ fn handshake(
         )
     };
     while session.is_handshaking() {
-        let left = deadline
-            .checked_duration_since(Instant::now())
-            .filter(|left| !left.is_zero())
-            .ok_or_else(timed_out)?;
-        tcp.set_read_timeout(Some(left))?;
-        tcp.set_write_timeout(Some(left))?;
+        let left = match deadline {
+            Some(deadline) => Some(
+                deadline
+                    .checked_duration_since(Instant::now())
+                    .filter(|left| !left.is_zero())
+                    .ok_or_else(timed_out)?,
+            ),
+            None => None,
+        };
+        tcp.set_read_timeout(left)?;
+        tcp.set_write_timeout(left)?;
         if session.wants_write() {
             flush(session, tcp).map_err(|e| if is_timeout(&e) { timed_out() } else { e })?;
             continue;
@@ -493,5 +499,20 @@ n5ht3EJ2YG0j8ToTzWCBeneV03UfYWA=
         let connector = TlsConnector::new(Some(b"nothing".to_vec()));
         assert!(connector.config().is_err());
         assert!(connector.config().is_err());
+    }
+
+    /// Issue 10: a connect timeout of `Duration::MAX` means no deadline,
+    /// not an overflow.
+    #[test]
+    fn an_endless_handshake_timeout_does_not_overflow() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        // The "server" hangs up at once: the handshake ends with an error.
+        drop(listener.accept().unwrap());
+        let connector = TlsConnector::new(Some(CA_PEM.as_bytes().to_vec()));
+        let e = connector
+            .handshake(tcp, "127.0.0.1", false, Duration::MAX)
+            .unwrap_err();
+        assert_ne!(e.kind(), io::ErrorKind::TimedOut, "{e}");
     }
 }
