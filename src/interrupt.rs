@@ -99,23 +99,41 @@ impl Drop for Registration<'_> {
 /// Sleeps for `duration` unless `interrupt` is triggered first; returns
 /// whether it was.
 pub(crate) fn sleep(duration: std::time::Duration, interrupt: Option<&Interrupt>) -> bool {
-    let deadline = std::time::Instant::now() + duration;
+    // A sleep too long to represent has no end but the interrupt.
+    let deadline = std::time::Instant::now().checked_add(duration);
     let _registered = interrupt.map(Interrupt::register);
     loop {
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return true;
         }
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            return false;
+        match deadline {
+            Some(deadline) => {
+                let now = std::time::Instant::now();
+                if now >= deadline {
+                    return false;
+                }
+                thread::park_timeout(deadline - now);
+            }
+            None => thread::park(),
         }
-        thread::park_timeout(deadline - now);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endless_sleep_ends_when_interrupted() {
+        let interrupt = Interrupt::new();
+        let trigger = interrupt.clone();
+        let waker = thread::spawn(move || {
+            thread::sleep(std::time::Duration::from_millis(20));
+            trigger.trigger();
+        });
+        assert!(sleep(std::time::Duration::MAX, Some(&interrupt)));
+        waker.join().unwrap();
+    }
 
     #[test]
     fn trigger_is_seen_by_clones() {
