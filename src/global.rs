@@ -13,6 +13,9 @@ static GLOBAL: OnceCell<Client> = OnceCell::new();
 ///
 /// A failed first use is not remembered: the next call tries again.
 /// Shutting the global client down shuts it down for the whole process.
+/// In a `fork()`ed child the parent's client answers every call with
+/// [`Error::ForkedProcess`](crate::Error::ForkedProcess): build a client of
+/// the child's own with [`Client::open`].
 ///
 /// # Errors
 ///
