@@ -57,6 +57,8 @@ mod pubsub;
 mod red_lock;
 mod renewals;
 mod scripts;
+#[cfg(feature = "sentinel")]
+mod sentinel;
 mod slot;
 mod thread_id;
 mod watchdog;
