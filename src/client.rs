@@ -13,6 +13,7 @@ use crate::connections::Connections;
 use crate::error::{Error, Result};
 use crate::kind::ReadWriteLock;
 use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
+use crate::lost_callbacks::LostCallbacks;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::thread_id;
@@ -50,6 +51,7 @@ struct Inner {
     renewals: Arc<RenewalMap>,
     pubsub: PubSub,
     watchdog: Watchdog,
+    lost_callbacks: LostCallbacks,
     shut_down: AtomicBool,
     /// Numbers release requests, for the unlock latch.
     next_request: AtomicU64,
@@ -76,11 +78,12 @@ impl Client {
         let connections = Arc::new(Connections::open(&config)?);
         let pubsub = PubSub::start(Arc::clone(&connections), &config)?;
         let renewals = Arc::new(RenewalMap::default());
+        let (lost_callbacks, on_lost) = LostCallbacks::start(config.on_lock_lost.clone())?;
         let watchdog = Watchdog::start(Renewer {
             connections: Arc::clone(&connections),
             renewals: Arc::clone(&renewals),
             timeout: config.watchdog_timeout,
-            on_lost: config.on_lock_lost.clone(),
+            on_lost,
         })?;
         let id = Uuid::new_v4();
         Ok(Client {
@@ -92,6 +95,7 @@ impl Client {
                 renewals,
                 pubsub,
                 watchdog,
+                lost_callbacks,
                 shut_down: AtomicBool::new(false),
                 next_request: AtomicU64::new(1),
             }),
@@ -143,6 +147,10 @@ impl Client {
     /// [`Error::Shutdown`], and so does every later call; locks still held
     /// stop being renewed and expire after the watchdog timeout.
     ///
+    /// `on_lock_lost` callbacks already due still run; shutdown waits at
+    /// most one second for them, then leaves a callback still running to
+    /// finish on its own thread. A callback may call `shutdown` itself.
+    ///
     /// Calling it again does nothing. Dropping the last clone of a client
     /// stops its threads too, without waiting.
     ///
@@ -156,6 +164,7 @@ impl Client {
         self.inner.watchdog.shutdown();
         self.inner.pubsub.shutdown();
         self.inner.connections.close_idle();
+        self.inner.lost_callbacks.shutdown();
         Ok(())
     }
 

@@ -51,6 +51,7 @@ mod guard;
 mod interrupt;
 mod kind;
 mod lock;
+mod lost_callbacks;
 mod multi_lock;
 mod names;
 mod pubsub;
