@@ -140,27 +140,55 @@ impl Sentinels {
 
     /// Asks one sentinel where the master is: `SENTINEL MASTER <name>`.
     fn ask(&self, node: &Node, limits: Limits) -> RedisResult<(String, u16)> {
-        let taken = node.idle.lock().take();
-        let mut conn = match taken {
-            Some(conn) => conn,
-            None => redis::Client::open(node.info.clone())?
-                .get_connection_with_timeout(limits.cut(limits.connect)?)?,
+        let kept = node.idle.lock().take();
+        let state = match kept {
+            // A kept connection may have been closed since (the sentinel
+            // restarted): one that fails fast gets one more try on a fresh
+            // connection. One that timed out does not: the sentinel stalls.
+            Some(conn) => match self.query(conn, node, limits) {
+                Err(e) if !e.is_timeout() && (e.is_io_error() || e.is_connection_dropped()) => {
+                    self.query(self.open(node, limits)?, node, limits)?
+                }
+                result => result?,
+            },
+            None => self.query(self.open(node, limits)?, node, limits)?,
         };
-        let response = limits.cut(limits.response)?;
-        conn.set_read_timeout(Some(response))?;
-        conn.set_write_timeout(Some(response))?;
-        // On error the connection is dropped: a reply may still be on its way.
-        let state: HashMap<String, String> = redis::cmd("SENTINEL")
-            .arg("MASTER")
-            .arg(&self.master_name)
-            .query(&mut conn)?;
-        node.idle.lock().get_or_insert(conn);
         master_address(&state).ok_or_else(|| {
             RedisError::from((
                 ErrorKind::MasterNameNotFoundBySentinel,
                 "the sentinel knows no master by that name that is up",
             ))
         })
+    }
+
+    fn open(&self, node: &Node, limits: Limits) -> RedisResult<Connection> {
+        redis::Client::open(node.info.clone())?
+            .get_connection_with_timeout(limits.cut(limits.connect)?)
+    }
+
+    /// Sends `SENTINEL MASTER <name>` on `conn`, which is kept for the next
+    /// look-up if it answered. After a network error or a timeout it is
+    /// dropped: a late reply may still be on its way.
+    fn query(
+        &self,
+        mut conn: Connection,
+        node: &Node,
+        limits: Limits,
+    ) -> RedisResult<HashMap<String, String>> {
+        let response = limits.cut(limits.response)?;
+        conn.set_read_timeout(Some(response))?;
+        conn.set_write_timeout(Some(response))?;
+        let state = redis::cmd("SENTINEL")
+            .arg("MASTER")
+            .arg(&self.master_name)
+            .query(&mut conn);
+        match &state {
+            Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {}
+            _ => {
+                node.idle.lock().get_or_insert(conn);
+            }
+        }
+        state
     }
 
     /// Connects to the address a sentinel named and checks that it is a
