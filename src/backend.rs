@@ -1,14 +1,14 @@
 //! How the client reaches its deployment: one server, a Redis Cluster, or a
 //! master found through Sentinel; with or without TLS.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-#[cfg(feature = "sentinel")]
-use parking_lot::Mutex;
 use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 
 use crate::config::{redact_url, Config, Deployment};
 use crate::error::{Error, Result};
+#[cfg(feature = "sentinel")]
+use crate::sentinel::{Limits, Sentinels};
 
 /// A way to open command connections and to find pub/sub endpoints.
 pub(crate) enum Backend {
@@ -22,9 +22,14 @@ pub(crate) enum Backend {
         seeds: Vec<ConnectionInfo>,
     },
     /// The master of a Sentinel-managed group, resolved again for every new
-    /// connection, so that a failover is followed.
+    /// connection, so that a failover is followed. Look-ups hold no lock
+    /// during I/O, and `timeouts` (connect, response) bound every call to a
+    /// sentinel.
     #[cfg(feature = "sentinel")]
-    Sentinel(Mutex<redis::sentinel::SentinelClient>),
+    Sentinel {
+        sentinels: Sentinels,
+        timeouts: (Duration, Duration),
+    },
 }
 
 /// One command connection of any backend.
@@ -141,42 +146,31 @@ impl Backend {
             }
             #[cfg(feature = "sentinel")]
             Deployment::Sentinel { sentinels, master } => {
-                use redis::sentinel::{
-                    SentinelClient, SentinelNodeConnectionInfo, SentinelServerType,
-                };
                 let infos = sentinels
                     .iter()
                     .map(|s| parse(s))
                     .collect::<Result<Vec<_>>>()?;
-                // The master is reached with the credentials of the sentinel
-                // URLs (documented on `ClientBuilder::sentinel`).
-                let node = SentinelNodeConnectionInfo::default()
-                    .set_redis_connection_info(infos[0].redis_settings().clone());
-                #[cfg(feature = "tls")]
-                let node = match infos[0].addr() {
-                    redis::ConnectionAddr::TcpTls { .. } => {
-                        node.set_tls_mode(redis::TlsMode::Secure)
-                    }
-                    _ => node,
-                };
-                let client = SentinelClient::build(
-                    infos,
-                    master.clone(),
-                    Some(node),
-                    SentinelServerType::Master,
-                )
-                .map_err(|e| invalid_url(&sentinels.join(", "), e))?;
-                Ok(Backend::Sentinel(Mutex::new(client)))
+                if infos.is_empty() {
+                    return Err(invalid_url("", "no sentinel URL given"));
+                }
+                Ok(Backend::Sentinel {
+                    sentinels: Sentinels::new(infos, master.clone()),
+                    timeouts: (config.connect_timeout, config.response_timeout),
+                })
             }
         }
     }
 
-    /// Opens one command connection within `connect_timeout`.
+    /// Opens one command connection within `connect_timeout`. Through
+    /// Sentinel, each look-up call is bounded by the timeouts too, and none
+    /// starts after `deadline`.
     pub(crate) fn connect(
         &self,
         connect_timeout: Duration,
         response_timeout: Duration,
+        deadline: Option<Instant>,
     ) -> RedisResult<Conn> {
+        let _ = deadline; // only a sentinel look-up makes several calls
         let conn = match self {
             Backend::Standalone(client) => {
                 Conn::Single(client.get_connection_with_timeout(connect_timeout)?)
@@ -184,9 +178,13 @@ impl Backend {
             #[cfg(feature = "cluster")]
             Backend::Cluster { client, .. } => Conn::Cluster(Box::new(client.get_connection()?)),
             #[cfg(feature = "sentinel")]
-            Backend::Sentinel(sentinel) => {
-                let master = sentinel.lock().get_client()?;
-                Conn::Single(master.get_connection_with_timeout(connect_timeout)?)
+            Backend::Sentinel { sentinels, .. } => {
+                let (_, conn) = sentinels.connect_master(Limits {
+                    connect: connect_timeout,
+                    response: response_timeout,
+                    deadline,
+                })?;
+                Conn::Single(conn)
             }
         };
         conn.set_timeouts(response_timeout)?;
@@ -203,8 +201,16 @@ impl Backend {
             #[cfg(feature = "cluster")]
             Backend::Cluster { seeds, .. } => Ok(seeds[attempt % seeds.len()].clone()),
             #[cfg(feature = "sentinel")]
-            Backend::Sentinel(sentinel) => {
-                Ok(sentinel.lock().get_client()?.get_connection_info().clone())
+            Backend::Sentinel {
+                sentinels,
+                timeouts: (connect, response),
+            } => {
+                let (info, _) = sentinels.connect_master(Limits {
+                    connect: *connect,
+                    response: *response,
+                    deadline: None,
+                })?;
+                Ok(info)
             }
         }
     }
@@ -226,7 +232,7 @@ impl std::fmt::Debug for Backend {
             #[cfg(feature = "cluster")]
             Backend::Cluster { seeds, .. } => write!(f, "Cluster({} seeds)", seeds.len()),
             #[cfg(feature = "sentinel")]
-            Backend::Sentinel(_) => f.write_str("Sentinel"),
+            Backend::Sentinel { sentinels, .. } => write!(f, "{sentinels:?}"),
         }
     }
 }

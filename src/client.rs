@@ -13,6 +13,7 @@ use crate::connections::Connections;
 use crate::error::{Error, Result};
 use crate::kind::ReadWriteLock;
 use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
+use crate::lost_callbacks::LostCallbacks;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::thread_id;
@@ -51,6 +52,7 @@ struct Inner {
     renewals: Arc<RenewalMap>,
     pubsub: PubSub,
     watchdog: Watchdog,
+    lost_callbacks: LostCallbacks,
     shut_down: AtomicBool,
     /// Acquire calls that may wait: shutdown lets them leave their queues.
     waiting: Waiting,
@@ -82,11 +84,12 @@ impl Client {
         let connections = Arc::new(Connections::open(&config)?);
         let pubsub = PubSub::start(Arc::clone(&connections), &config)?;
         let renewals = Arc::new(RenewalMap::default());
+        let (lost_callbacks, on_lost) = LostCallbacks::start(config.on_lock_lost.clone())?;
         let watchdog = Watchdog::start(Renewer {
             connections: Arc::clone(&connections),
             renewals: Arc::clone(&renewals),
             timeout: config.watchdog_timeout,
-            on_lost: config.on_lock_lost.clone(),
+            on_lost,
         })?;
         let id = Uuid::new_v4();
         Ok(Client {
@@ -98,6 +101,7 @@ impl Client {
                 renewals,
                 pubsub,
                 watchdog,
+                lost_callbacks,
                 shut_down: AtomicBool::new(false),
                 waiting: Waiting::default(),
                 pid: std::process::id(),
@@ -151,6 +155,10 @@ impl Client {
     /// [`Error::Shutdown`], and so does every later call; locks still held
     /// stop being renewed and expire after the watchdog timeout.
     ///
+    /// `on_lock_lost` callbacks already due still run; shutdown waits at
+    /// most one second for them, then leaves a callback still running to
+    /// finish on its own thread. A callback may call `shutdown` itself.
+    ///
     /// Calling it again does nothing. Dropping the last clone of a client
     /// stops its threads too, without waiting.
     ///
@@ -178,6 +186,7 @@ impl Client {
             }
         }
         self.inner.connections.close_idle();
+        self.inner.lost_callbacks.shutdown();
         Ok(())
     }
 

@@ -294,8 +294,10 @@ impl ClientBuilder {
     /// A function called once for each lock this client finds lost while it
     /// was held (it expired or was deleted under us), with the lock's name.
     ///
-    /// It runs on the watchdog thread, never while the client holds an
-    /// internal lock; keep it short. A panic in it is caught and logged.
+    /// It runs on a thread of the client's own (`redhold-callbacks`), one
+    /// call at a time, never while the client holds an internal lock: a
+    /// callback that blocks delays the next callbacks, not the renewals. It
+    /// may call [`Client::shutdown`]. A panic in it is caught and logged.
     /// The same loss is also reported by [`LockGuard::is_held`](crate::LockGuard::is_held),
     /// by [`Error::LockLost`] on release, and by a warning in the log.
     ///

@@ -189,8 +189,9 @@ impl Connections {
             Some(left) => self.config.connect_timeout.min(left),
             None => self.config.connect_timeout,
         };
+        let deadline = left.and_then(|left| Instant::now().checked_add(left));
         self.backend
-            .connect(connect_timeout, self.config.response_timeout)
+            .connect(connect_timeout, self.config.response_timeout, deadline)
     }
 
     /// Closes every idle connection.

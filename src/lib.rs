@@ -53,12 +53,15 @@ mod guard;
 mod interrupt;
 mod kind;
 mod lock;
+mod lost_callbacks;
 mod multi_lock;
 mod names;
 mod pubsub;
 mod red_lock;
 mod renewals;
 mod scripts;
+#[cfg(feature = "sentinel")]
+mod sentinel;
 mod slot;
 mod thread_id;
 mod waiting;

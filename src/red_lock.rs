@@ -1,6 +1,8 @@
 //! RedLock: a lock held on a majority of independent Redis servers.
 
 use std::fmt;
+use std::mem;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -56,11 +58,22 @@ pub struct RedLock {
 }
 
 /// Holds a RedLock: the per-server locks that were taken (a majority).
+///
+/// Dropping it releases them, and also tries the servers whose reply was
+/// lost while acquiring: their request may have taken the lock after all.
 #[must_use = "if unused the lock will immediately unlock"]
 pub struct RedLockGuard {
     guards: Vec<LockGuard>,
+    /// Servers whose acquire failed without a reply (error, timeout): they
+    /// may hold the lock for us anyway, so they are released with the rest.
+    unsure: Vec<Lock>,
     quorum: usize,
-    valid_until: Instant,
+    /// The lease, or `None` when the watchdog renews the per-server locks.
+    lease: Option<Duration>,
+    /// When the round started, from which a lease runs.
+    started: Instant,
+    /// The clock drift allowance, subtracted from every expiry.
+    drift: Duration,
 }
 
 impl RedLock {
@@ -179,17 +192,21 @@ impl RedLock {
                 });
             }
             let started = Instant::now();
-            if let Some(guards) = self.round(lease)? {
+            if let Some((guards, unsure)) = self.round(lease)? {
+                let guard = RedLockGuard {
+                    guards,
+                    unsure,
+                    quorum: self.quorum(),
+                    lease,
+                    started,
+                    drift,
+                };
                 let spent = started.elapsed();
                 if ttl > spent + drift {
-                    return Ok(Some(RedLockGuard {
-                        guards,
-                        quorum: self.quorum(),
-                        valid_until: started + ttl - drift,
-                    }));
+                    return Ok(Some(guard));
                 }
                 log::debug!("redhold RedLock: majority reached too late ({spent:?} of {ttl:?})");
-                let _ = release_all(guards);
+                let _ = guard.unlock();
             }
             let now = Instant::now();
             let pause = match deadline {
@@ -205,9 +222,10 @@ impl RedLock {
         }
     }
 
-    /// Tries every server once. Returns the guards when a majority was taken;
-    /// otherwise releases what was taken and returns `None`.
-    fn round(&self, lease: Option<Duration>) -> Result<Option<Vec<LockGuard>>> {
+    /// Tries every server once. Returns the guards and the servers whose
+    /// reply was lost when a majority was taken; otherwise releases what was
+    /// (or may have been) taken and returns `None`.
+    fn round(&self, lease: Option<Duration>) -> Result<Option<Taken>> {
         let quorum = self.quorum();
         let mut guards = Vec::with_capacity(self.locks.len());
         let mut unsure = Vec::new();
@@ -223,8 +241,8 @@ impl RedLock {
                     log::debug!("redhold RedLock: server of {:?} failed: {e}", lock.client());
                     refused += 1;
                     // The request may have taken the lock before its reply
-                    // was lost: release it below if we give up.
-                    unsure.push(lock);
+                    // was lost: release it with the others, whenever that is.
+                    unsure.push(lock.clone());
                 }
             }
             if self.locks.len() - refused < quorum {
@@ -232,15 +250,17 @@ impl RedLock {
             }
         }
         if guards.len() >= quorum {
-            return Ok(Some(guards));
+            return Ok(Some((guards, unsure)));
         }
         let _ = release_all(guards);
-        for lock in unsure {
-            let _ = lock.unlock();
-        }
+        release_unsure(unsure);
         Ok(None)
     }
 }
+
+/// What a round that reached a majority took: the guards of the servers
+/// that granted the lock, and the servers whose reply was lost.
+type Taken = (Vec<LockGuard>, Vec<Lock>);
 
 /// A random duration in `[0, max)`, from the OS's random source.
 fn random_below(max: Duration) -> Duration {
@@ -249,12 +269,67 @@ fn random_below(max: Duration) -> Duration {
     Duration::from_nanos(random % nanos)
 }
 
+/// Releases the locks of servers whose acquire reply was lost. A server
+/// where the acquire did not happen answers `NotHeld`; one still unreachable
+/// lets the lock expire after its lease or watchdog timeout.
+fn release_unsure(unsure: Vec<Lock>) {
+    for lock in unsure {
+        match lock.unlock() {
+            Ok(()) | Err(Error::NotHeld { .. }) => {}
+            Err(e) => log::debug!(
+                "redhold RedLock: releasing {:?} on a server that did not answer the \
+                 acquire failed ({e}); it expires on its own",
+                lock
+            ),
+        }
+    }
+}
+
 impl RedLockGuard {
-    /// How much longer the lock is certainly held on a majority: the lease
-    /// (or watchdog timeout) minus the time spent acquiring and the drift
-    /// allowance, minus the time since. Do the protected work within it.
+    /// How much longer the lock is certainly held on a majority; do the
+    /// protected work within it.
+    ///
+    /// For each server still held, its lock certainly lives until its TTL,
+    /// counted from when the last confirmation was requested: the acquire
+    /// with a lease, and the latest successful watchdog renewal without one
+    /// (so the validity grows back with every renewal). The validity is the
+    /// time left until the quorum-th longest of those ends, minus the clock
+    /// drift allowance (1% of the TTL + 2 ms). It is zero once fewer than a
+    /// quorum of servers are believed held.
     pub fn validity(&self) -> Duration {
-        self.valid_until.saturating_duration_since(Instant::now())
+        let mut ends: Vec<Instant> = self
+            .guards
+            .iter()
+            .filter(|guard| guard.is_held())
+            .filter_map(|guard| self.held_until(guard))
+            .collect();
+        if ends.len() < self.quorum {
+            return Duration::ZERO;
+        }
+        ends.sort_unstable_by(|a, b| b.cmp(a));
+        let end = ends[self.quorum - 1];
+        end.checked_sub(self.drift).map_or(Duration::ZERO, |end| {
+            end.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// Until when one server's lock certainly lives in Redis, if known.
+    fn held_until(&self, guard: &LockGuard) -> Option<Instant> {
+        let lock = guard.lock();
+        match self.lease {
+            Some(lease) => self.started.checked_add(lease),
+            None => {
+                // The guard's hold record, as the watchdog updates it: the
+                // guard is !Send, so the calling thread is the holder.
+                let client = lock.client();
+                let record = client
+                    .renewals()
+                    .find(&Arc::from(lock.name()), &Arc::from(client.current_field()))?;
+                record
+                    .last_confirmed()
+                    .checked_add(client.watchdog_timeout())
+            }
+        }
     }
 
     /// Whether a majority of the per-server locks is still believed held
@@ -268,13 +343,29 @@ impl RedLockGuard {
         self.guards.len()
     }
 
-    /// Releases the lock on every server that granted it.
+    /// Releases the lock on every server that granted it, and on the
+    /// servers whose acquire reply was lost (their errors are not reported:
+    /// the lock may never have been taken there).
     ///
     /// # Errors
     ///
     /// The first error of [`LockGuard::unlock`], after trying them all.
-    pub fn unlock(self) -> Result<()> {
-        release_all(self.guards)
+    pub fn unlock(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        let released = release_all(mem::take(&mut self.guards));
+        release_unsure(mem::take(&mut self.unsure));
+        released
+    }
+}
+
+impl Drop for RedLockGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            log::warn!("redhold: releasing a RedLock on guard drop failed: {e}");
+        }
     }
 }
 
@@ -291,6 +382,7 @@ impl fmt::Debug for RedLockGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedLockGuard")
             .field("servers_held", &self.guards.len())
+            .field("servers_unsure", &self.unsure.len())
             .field("quorum", &self.quorum)
             .field("validity", &self.validity())
             .finish()

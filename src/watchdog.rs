@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -13,6 +12,7 @@ use parking_lot::Mutex;
 
 use crate::connections::Connections;
 use crate::error::{Error, Result};
+use crate::lost_callbacks::LostNotifier;
 use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
 use crate::scripts;
@@ -44,7 +44,9 @@ pub(crate) struct Renewer {
     pub(crate) connections: Arc<Connections>,
     pub(crate) renewals: Arc<RenewalMap>,
     pub(crate) timeout: Duration,
-    pub(crate) on_lost: Option<LostCallback>,
+    /// Where lost locks are reported for the `on_lock_lost` callback, which
+    /// runs on its own thread: it cannot delay the renewals.
+    pub(crate) on_lost: LostNotifier,
 }
 
 impl Watchdog {
@@ -156,11 +158,7 @@ impl Renewer {
                 "redhold: lock {:?} was lost (expired or deleted) while held",
                 names::shorten(&name)
             );
-            if let Some(callback) = &self.on_lost {
-                if catch_unwind(AssertUnwindSafe(|| callback(&name))).is_err() {
-                    log::error!("redhold: the on_lock_lost callback panicked");
-                }
-            }
+            self.on_lost.notify(name);
         }
         report
     }

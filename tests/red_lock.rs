@@ -1,9 +1,12 @@
 //! RedLock over five independent servers: a majority suffices, a minority
-//! does not, and a failed attempt leaves nothing behind.
+//! does not, a failed attempt leaves nothing behind, nor does a released
+//! guard on a server whose reply came too late, and the validity follows
+//! the watchdog's renewals.
 
 mod bounded;
 mod support;
 
+use std::thread;
 use std::time::Duration;
 
 use redhold::{Client, RedLock};
@@ -115,4 +118,59 @@ fn redlock_holders_exclude_each_other() {
         w.join_within(Duration::from_secs(90));
     }
     assert_eq!(servers[0].cmd::<i64>(&["GET", "counter"]), 80);
+}
+
+#[test]
+fn a_server_that_answered_too_late_is_released_with_the_guard() {
+    let servers = servers(5);
+    let clients = clients(&servers);
+    let red = red_lock(&clients, "late");
+    // Every server knows the script now: a late EVALSHA will not fail with
+    // NOSCRIPT.
+    red.lock().unwrap().unlock().unwrap();
+
+    // The first server tried stalls: its acquire times out (1 s), the other
+    // four make the majority.
+    servers[0].freeze();
+    let guard = red.lock().expect("four of five servers answer");
+    assert_eq!(guard.servers_held(), 4);
+    // It resumes and runs the acquire it had received.
+    servers[0].thaw();
+    bounded::wait_until(Duration::from_secs(5), || servers[0].exists("late"))
+        .expect("the stalled server ran the acquire once resumed");
+
+    drop(guard);
+    assert_eq!(
+        locked_on(&servers, "late"),
+        0,
+        "a released RedLock left the lock on a server"
+    );
+}
+
+#[test]
+fn validity_follows_the_watchdog_renewals() {
+    let servers = servers(3);
+    let timeout = Duration::from_secs(3);
+    let clients: Vec<_> = servers
+        .iter()
+        .map(|s| s.client_with_watchdog(timeout))
+        .collect();
+    let guard = red_lock(&clients, "renewed").lock().unwrap();
+    let validity = guard.validity();
+    assert!(
+        validity > Duration::ZERO && validity < timeout,
+        "validity {validity:?} at first"
+    );
+
+    // Past the watchdog timeout: the locks were renewed, so is the validity.
+    thread::sleep(timeout + timeout / 2);
+    assert!(guard.is_held());
+    assert_eq!(locked_on(&servers, "renewed"), 3);
+    let validity = guard.validity();
+    assert!(
+        validity > Duration::ZERO && validity < timeout,
+        "validity {validity:?} after {:?} of renewals",
+        timeout + timeout / 2
+    );
+    guard.unlock().unwrap();
 }

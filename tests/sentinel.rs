@@ -1,12 +1,16 @@
 //! Locks through Redis Sentinel (a master, one replica, three sentinels, all
 //! real processes): they work, and after the master is killed the same
 //! clients, never rebuilt, work against the promoted replica within 10 s of
-//! the failover, wake-ups included.
+//! the failover, wake-ups included. A stopped sentinel costs a client no
+//! more than its timeouts: it moves on to the next sentinel.
 #![cfg(feature = "sentinel")]
 
 mod bounded;
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use redhold::Client;
@@ -139,4 +143,113 @@ fn locks_follow_the_master_through_a_failover() {
     }
     waiter_is_woken(&a, &b, "wake-after");
     waiter_is_woken(&b, &a, "wake-after-2");
+}
+
+/// A client that is leaked, not dropped, when the test fails: its drop
+/// would join threads that may be stuck on the stopped sentinel (the very
+/// defect under test), and the processes of the setup must still be killed.
+struct ForgetOnPanic(Option<Client>);
+
+impl std::ops::Deref for ForgetOnPanic {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.0.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for ForgetOnPanic {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
+/// Generous bound for a call that must skip a stopped sentinel: one connect
+/// or response timeout (1 s) plus a few round trips; without the timeouts it
+/// would never return.
+const PAST_A_STOPPED_SENTINEL: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_stopped_sentinel_costs_no_more_than_the_timeouts() {
+    let setup = SentinelSetup::start();
+    let watchdog_timeout = Duration::from_secs(3);
+    let lost = Arc::new(AtomicUsize::new(0));
+    let build = {
+        let urls = setup.sentinel_urls();
+        let lost = Arc::clone(&lost);
+        move || {
+            let lost = Arc::clone(&lost);
+            Client::builder()
+                .sentinel(urls.clone(), MASTER_NAME)
+                .connect_timeout(Duration::from_secs(1))
+                .response_timeout(Duration::from_secs(1))
+                .watchdog_timeout(watchdog_timeout)
+                .on_lock_lost(move |_| {
+                    lost.fetch_add(1, Ordering::SeqCst);
+                })
+                .build()
+                .map_err(|e| e.to_string())
+        }
+    };
+    let a = ForgetOnPanic(Some(build().expect("client before the stop")));
+    // Leaked, so that a failing test does not hang in the guard's drop.
+    a.lock("renewed")
+        .lock()
+        .expect("lock before the stop")
+        .leak();
+
+    // The sentinel every look-up asks first stops answering, and every idle
+    // command connection dies: the next ones are looked up through the
+    // sentinels (the watchdog's first).
+    setup.sentinels[0].freeze();
+    setup
+        .master
+        .cmd::<i64>(&["CLIENT", "KILL", "TYPE", "normal"]);
+
+    // Twice the watchdog timeout: the renewals went through another sentinel.
+    thread::sleep(2 * watchdog_timeout);
+    assert!(
+        setup.master.exists("renewed"),
+        "the lock expired: the watchdog could not reach the master"
+    );
+    assert_eq!(lost.load(Ordering::SeqCst), 0, "on_lock_lost was called");
+
+    // Several threads need connections at once: none queues behind another
+    // that waits for the stopped sentinel.
+    setup
+        .master
+        .cmd::<i64>(&["CLIENT", "KILL", "TYPE", "normal"]);
+    let workers: Vec<_> = (0..4)
+        .map(|t| {
+            let a = Client::clone(&a);
+            bounded::spawn(&format!("worker-{t}"), move || {
+                let guard = a.lock(format!("busy-{t}")).lock()?;
+                guard.unlock()
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker
+            .join_within(PAST_A_STOPPED_SENTINEL)
+            .expect("lock and unlock with a stopped sentinel");
+    }
+
+    // A client built now finds the master through the other sentinels, and
+    // its wake-ups (a pub/sub connection looked up the same way) arrive.
+    let b = bounded::spawn("build", build)
+        .join_within(PAST_A_STOPPED_SENTINEL)
+        .expect("client built while a sentinel is stopped");
+    let b = ForgetOnPanic(Some(b));
+    waiter_is_woken(&a, &b, "wake-with-a-stopped-sentinel");
+
+    a.lock("renewed").unlock().expect("release after the stop");
+    let closer = {
+        let (a, b) = (Client::clone(&a), Client::clone(&b));
+        bounded::spawn("shutdown", move || a.shutdown().and_then(|()| b.shutdown()))
+    };
+    closer
+        .join_within(PROMPTLY)
+        .expect("shutdown with a stopped sentinel");
+    setup.sentinels[0].thaw();
 }

@@ -1,6 +1,7 @@
 //! Shutting a client down: `shutdown()` joins the background threads, every
 //! later call fails with `Error::Shutdown`, threads parked in `lock()` wake up
-//! with it, and held locks are no longer renewed.
+//! with it, and held locks are no longer renewed; also when `shutdown()` is
+//! called by an `on_lock_lost` callback.
 //!
 //! The tests count the process's `redhold-*` threads, so they run one at a
 //! time (the `SERIAL` mutex) and this file holds nothing else.
@@ -9,10 +10,10 @@ mod bounded;
 mod support;
 
 use std::fs;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use redhold::Error;
+use redhold::{Client, Error};
 use support::RedisServer;
 
 /// Generous bound for things that should take milliseconds.
@@ -168,4 +169,61 @@ fn dropping_the_last_clone_stops_the_threads() {
     drop(lock);
     bounded::wait_until(Duration::from_secs(3), || redhold_threads() == before)
         .expect("threads end once the last clone is gone");
+}
+
+#[test]
+fn shutdown_called_by_on_lock_lost_completes() {
+    let _serial = serial();
+    let server = RedisServer::start();
+    let before = settled_threads();
+    let holding_client = server.client();
+    let held = holding_client.lock("busy").lock().unwrap();
+
+    // The callback shuts down the client that called it.
+    let slot: Arc<OnceLock<Client>> = Arc::default();
+    let (done_tx, done_rx) = mpsc::channel();
+    let client = {
+        let slot = Arc::clone(&slot);
+        server
+            .builder()
+            .watchdog_timeout(Duration::from_millis(600))
+            .on_lock_lost(move |_| {
+                if let Some(client) = slot.get() {
+                    let _ = done_tx.send(client.shutdown().map_err(|e| e.to_string()));
+                }
+            })
+            .build()
+            .unwrap()
+    };
+    let _ = slot.set(client.clone());
+
+    // A thread of that client waits for a lock held for 30 s by another.
+    let waiter = {
+        let lock = client.lock("busy");
+        bounded::spawn("parked-waiter", move || lock.lock().map(|g| g.is_held()))
+    };
+    waiter.assert_running_for(Duration::from_millis(300));
+
+    let _doomed = client.lock("doomed").lock().unwrap();
+    server.cmd::<i64>(&["DEL", "doomed"]);
+    done_rx
+        .recv_timeout(PROMPTLY)
+        .expect("the callback's shutdown() returned")
+        .expect("shutdown reports no error");
+    assert!(client.is_shut_down());
+    let outcome = waiter.join_within(PROMPTLY);
+    assert!(
+        is_shutdown(&outcome),
+        "parked lock() after shutdown from a callback: {outcome:?}"
+    );
+    drop(held);
+    holding_client.shutdown().unwrap();
+    bounded::wait_until(Duration::from_secs(3), || redhold_threads() == before).unwrap_or_else(
+        || {
+            panic!(
+                "{} redhold threads after both clients shut down, {before} before",
+                redhold_threads()
+            )
+        },
+    );
 }

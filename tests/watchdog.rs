@@ -1,6 +1,7 @@
 //! The watchdog: it keeps a lock taken without a lease alive past the
 //! watchdog timeout, stops renewing once the lock is released, and reports a
-//! lock deleted under it (guard, release error, `on_lock_lost` callback).
+//! lock deleted under it (guard, release error, `on_lock_lost` callback),
+//! even while an earlier `on_lock_lost` callback is still blocked.
 //!
 //! Every client here uses a 1 s watchdog timeout, renewed every ~333 ms.
 
@@ -8,7 +9,7 @@ mod bounded;
 mod support;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -177,4 +178,51 @@ fn hundreds_of_held_locks_are_all_renewed() {
     }
     let left: Vec<String> = server.cmd(&["KEYS", "many:*"]);
     assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_blocked_on_lock_lost_callback_delays_neither_renewals_nor_shutdown() {
+    let server = RedisServer::start();
+    let (lost_tx, lost_rx) = mpsc::channel::<String>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = Mutex::new(release_rx);
+    let client = server
+        .builder()
+        .watchdog_timeout(TIMEOUT)
+        .on_lock_lost(move |name| {
+            let _ = lost_tx.send(name.to_owned());
+            // Blocks for 10 s, or until the test lets it go.
+            let _ = release_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10));
+        })
+        .build()
+        .unwrap();
+    let _doomed = client.lock("doomed").lock().unwrap();
+    let kept = client.lock("kept").lock().unwrap();
+    server.cmd::<i64>(&["DEL", "doomed"]);
+    let name = lost_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("on_lock_lost called within a few watchdog periods");
+    assert_eq!(name, "doomed");
+
+    // Three times the timeout while the callback blocks: the other lock is
+    // still renewed.
+    thread::sleep(3 * TIMEOUT);
+    assert!(
+        pttl(&server, "kept") > 0,
+        "the lock expired while a callback blocked"
+    );
+    assert!(kept.is_held());
+
+    // Shutdown does not wait for the callback (7 s more) either.
+    let closer = {
+        let client = client.clone();
+        bounded::spawn("shutdown", move || client.shutdown())
+    };
+    closer
+        .join_within(Duration::from_secs(5))
+        .expect("shutdown while a callback blocks");
+    drop(release_tx);
 }

@@ -66,7 +66,7 @@ fn lock_is_reported_lost(
         noticed >= WATCHDOG / 3,
         "reported lost after only {noticed:?}: the lease had not run out"
     );
-    // The callback runs on the watchdog thread right after the lock is
+    // The callback runs on the callback thread right after the lock is
     // marked; give it a moment.
     let reported = if reported.is_empty() {
         wait_until(Duration::from_secs(1), || !lost.lock().is_empty());

@@ -267,6 +267,33 @@ impl Sentinel {
             .ok_or_else(|| format!("sentinel {} knows no master", self.url()))
     }
 
+    /// Freezes the process with SIGSTOP: it still accepts connections (the
+    /// kernel completes the handshake) but answers nothing. Undo with
+    /// [`thaw`](Self::thaw).
+    pub(crate) fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a process frozen by [`freeze`](Self::freeze).
+    pub(crate) fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let Some(child) = &self.child else {
+            return;
+        };
+        let status = Command::new("kill")
+            .arg(sig)
+            .arg(child.id().to_string())
+            .status();
+        assert!(
+            matches!(status, Ok(s) if s.success()),
+            "kill {sig} {} failed: {status:?}",
+            child.id()
+        );
+    }
+
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

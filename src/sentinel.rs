@@ -1,0 +1,282 @@
+//! Finding the master of a Sentinel-managed group, with every network call
+//! bounded by the client's timeouts.
+//!
+//! The redis crate's sync `SentinelClient` waits for a sentinel without a
+//! timeout and needs `&mut self`, so one stopped sentinel (SIGSTOP, a frozen
+//! VM: it accepts connections but never answers) would hang every thread
+//! that opens a connection, queued behind a mutex. This follows the Sentinel
+//! client specification instead: ask each sentinel in turn, each connect and
+//! each reply bounded, skip one that fails, and start the next look-up with
+//! the sentinel that answered last.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use redis::{Connection, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, Role};
+
+/// The connect and response timeouts of one look-up, and the moment by
+/// which it must be over, if any.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) connect: Duration,
+    pub(crate) response: Duration,
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Limits {
+    /// `timeout` cut to the time left before the deadline; a timeout error
+    /// when none is left.
+    fn cut(&self, timeout: Duration) -> RedisResult<Duration> {
+        let Some(deadline) = self.deadline else {
+            return Ok(timeout);
+        };
+        match deadline.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => Ok(timeout.min(left)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no time left before the deadline to look up the master",
+            )
+            .into()),
+        }
+    }
+}
+
+/// One sentinel: where it is, and a connection kept for the next look-up.
+struct Node {
+    info: ConnectionInfo,
+    /// Taken out while in use, so that no lock is held during I/O; threads
+    /// that find it empty open their own connection.
+    idle: Mutex<Option<Connection>>,
+}
+
+/// The sentinels of one master group.
+pub(crate) struct Sentinels {
+    nodes: Vec<Node>,
+    master_name: String,
+    /// The master is reached with the settings (credentials, TLS or not)
+    /// of the first sentinel URL; only its address comes from the sentinels.
+    master_template: ConnectionInfo,
+    /// The sentinel that answered last; look-ups start with it.
+    first: AtomicUsize,
+}
+
+impl std::fmt::Debug for Sentinels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sentinels")
+            .field("count", &self.nodes.len())
+            .field("master_name", &self.master_name)
+            .field("first", &self.first.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Sentinels {
+    /// The sentinels at `infos` (at least one), watching `master_name`.
+    pub(crate) fn new(infos: Vec<ConnectionInfo>, master_name: String) -> Self {
+        let master_template = infos[0].clone();
+        Sentinels {
+            nodes: infos
+                .into_iter()
+                .map(|info| Node {
+                    info,
+                    idle: Mutex::new(None),
+                })
+                .collect(),
+            master_name,
+            master_template,
+            first: AtomicUsize::new(0),
+        }
+    }
+
+    /// A new connection to the current master, checked with `ROLE`. Asks
+    /// the sentinels in turn, starting with the one that answered last,
+    /// until one names a master that answers as a master. Each connect
+    /// waits at most `limits.connect`, each reply `limits.response`, and
+    /// nothing starts after `limits.deadline`.
+    ///
+    /// The error, when every sentinel failed, is one met on a master a
+    /// sentinel named (the one a user can act on) or else the last one.
+    pub(crate) fn connect_master(
+        &self,
+        limits: Limits,
+    ) -> RedisResult<(ConnectionInfo, Connection)> {
+        let count = self.nodes.len();
+        let start = self.first.load(Ordering::Relaxed) % count;
+        let mut master_error = None;
+        let mut last_error = None;
+        for i in (0..count).map(|k| (start + k) % count) {
+            let address = match self.ask(&self.nodes[i], limits) {
+                Ok(address) => address,
+                Err(e) => {
+                    log::debug!(
+                        "redhold: sentinel {} gave no master: {e}",
+                        self.nodes[i].info.addr()
+                    );
+                    last_error = Some(e);
+                    continue;
+                }
+            };
+            match self.open_master(address, limits) {
+                Ok(found) => {
+                    self.first.store(i, Ordering::Relaxed);
+                    return Ok(found);
+                }
+                Err(e) => {
+                    log::debug!(
+                        "redhold: the master named by sentinel {} does not answer as one: {e}",
+                        self.nodes[i].info.addr()
+                    );
+                    master_error = Some(e);
+                }
+            }
+        }
+        Err(master_error.or(last_error).unwrap_or_else(|| {
+            RedisError::from((ErrorKind::EmptySentinelList, "no sentinel to ask"))
+        }))
+    }
+
+    /// Asks one sentinel where the master is: `SENTINEL MASTER <name>`.
+    fn ask(&self, node: &Node, limits: Limits) -> RedisResult<(String, u16)> {
+        let kept = node.idle.lock().take();
+        let state = match kept {
+            // A kept connection may have been closed since (the sentinel
+            // restarted): one that fails fast gets one more try on a fresh
+            // connection. One that timed out does not: the sentinel stalls.
+            Some(conn) => match self.query(conn, node, limits) {
+                Err(e) if !e.is_timeout() && (e.is_io_error() || e.is_connection_dropped()) => {
+                    self.query(self.open(node, limits)?, node, limits)?
+                }
+                result => result?,
+            },
+            None => self.query(self.open(node, limits)?, node, limits)?,
+        };
+        master_address(&state).ok_or_else(|| {
+            RedisError::from((
+                ErrorKind::MasterNameNotFoundBySentinel,
+                "the sentinel knows no master by that name that is up",
+            ))
+        })
+    }
+
+    fn open(&self, node: &Node, limits: Limits) -> RedisResult<Connection> {
+        redis::Client::open(node.info.clone())?
+            .get_connection_with_timeout(limits.cut(limits.connect)?)
+    }
+
+    /// Sends `SENTINEL MASTER <name>` on `conn`, which is kept for the next
+    /// look-up if it answered. After a network error or a timeout it is
+    /// dropped: a late reply may still be on its way.
+    fn query(
+        &self,
+        mut conn: Connection,
+        node: &Node,
+        limits: Limits,
+    ) -> RedisResult<HashMap<String, String>> {
+        let response = limits.cut(limits.response)?;
+        conn.set_read_timeout(Some(response))?;
+        conn.set_write_timeout(Some(response))?;
+        let state = redis::cmd("SENTINEL")
+            .arg("MASTER")
+            .arg(&self.master_name)
+            .query(&mut conn);
+        match &state {
+            Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {}
+            _ => {
+                node.idle.lock().get_or_insert(conn);
+            }
+        }
+        state
+    }
+
+    /// Connects to the address a sentinel named and checks that it is a
+    /// master (a sentinel's view may be stale right after a failover).
+    fn open_master(
+        &self,
+        (host, port): (String, u16),
+        limits: Limits,
+    ) -> RedisResult<(ConnectionInfo, Connection)> {
+        let addr = match self.master_template.addr() {
+            ConnectionAddr::TcpTls { .. } => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            },
+            _ => ConnectionAddr::Tcp(host, port),
+        };
+        let info = self.master_template.clone().set_addr(addr);
+        let mut conn = redis::Client::open(info.clone())?
+            .get_connection_with_timeout(limits.cut(limits.connect)?)?;
+        let response = limits.cut(limits.response)?;
+        conn.set_read_timeout(Some(response))?;
+        conn.set_write_timeout(Some(response))?;
+        match redis::cmd("ROLE").query::<Role>(&mut conn)? {
+            Role::Primary { .. } => Ok((info, conn)),
+            _ => Err(RedisError::from((
+                ErrorKind::MasterNameNotFoundBySentinel,
+                "the node the sentinel named is not a master (yet)",
+            ))),
+        }
+    }
+}
+
+/// The master's address from `SENTINEL MASTER` fields, when the sentinel
+/// sees it as an up master.
+fn master_address(state: &HashMap<String, String>) -> Option<(String, u16)> {
+    let flags = state.get("flags")?;
+    let is_up_master = flags.split(',').any(|f| f == "master")
+        && !flags.split(',').any(|f| f == "s_down" || f == "o_down");
+    if !is_up_master {
+        return None;
+    }
+    let port = state.get("port")?.parse().ok()?;
+    Some((state.get("ip")?.clone(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(flags: &str) -> HashMap<String, String> {
+        [("ip", "10.0.0.1"), ("port", "6380"), ("flags", flags)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn only_an_up_master_has_an_address() {
+        assert_eq!(
+            master_address(&state("master")),
+            Some(("10.0.0.1".to_owned(), 6380))
+        );
+        assert_eq!(master_address(&state("master,s_down")), None);
+        assert_eq!(master_address(&state("master,s_down,o_down")), None);
+        assert_eq!(master_address(&state("slave")), None);
+        let mut no_port = state("master");
+        no_port.remove("port");
+        assert_eq!(master_address(&no_port), None);
+    }
+
+    #[test]
+    fn no_time_left_is_a_timeout() {
+        let limits = Limits {
+            connect: Duration::from_secs(1),
+            response: Duration::from_secs(1),
+            deadline: Some(Instant::now()),
+        };
+        let e = limits.cut(Duration::from_secs(1)).unwrap_err();
+        assert!(e.is_timeout() || e.is_io_error(), "{e}");
+        let unbounded = Limits {
+            deadline: None,
+            ..limits
+        };
+        assert_eq!(
+            unbounded.cut(Duration::from_secs(1)).unwrap(),
+            Duration::from_secs(1)
+        );
+    }
+}
