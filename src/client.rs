@@ -24,8 +24,12 @@ use crate::watchdog::{Renewer, Watchdog};
 ///
 /// It owns one random UUID (the `<client-uuid>` in every holder field), a
 /// small pool of command connections, one pub/sub connection with its
-/// subscriber thread, and one watchdog thread. Cloning is cheap: clones share
-/// all of it. Build one per process and pass clones around, or use
+/// subscriber thread, and one watchdog thread. Two more threads run only
+/// when needed: one that runs the
+/// [`on_lock_lost`](crate::ClientBuilder::on_lock_lost) callback (so that a
+/// slow callback never delays a renewal), and, with sharded pub/sub on a
+/// cluster, one that retries failed subscriptions. Cloning is cheap: clones
+/// share all of it. Build one per process and pass clones around, or use
 /// [`global`](crate::global).
 ///
 /// ```no_run

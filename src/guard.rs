@@ -100,6 +100,11 @@ impl<K: LockKind> LockGuard<K> {
         &self.lock
     }
 
+    /// The hold this guard stands for.
+    pub(crate) fn hold(&self) -> &Hold {
+        &self.hold
+    }
+
     /// Releases the hold and reports how it went.
     ///
     /// # Errors

@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::mem;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -318,17 +317,12 @@ impl RedLockGuard {
         let lock = guard.lock();
         match self.lease {
             Some(lease) => self.started.checked_add(lease),
-            None => {
-                // The guard's hold record, as the watchdog updates it: the
-                // guard is !Send, so the calling thread is the holder.
-                let client = lock.client();
-                let record = client
-                    .renewals()
-                    .find(&Arc::from(lock.name()), &Arc::from(client.current_field()))?;
-                record
-                    .last_confirmed()
-                    .checked_add(client.watchdog_timeout())
-            }
+            // The guard's hold record, as the watchdog updates it.
+            None => guard
+                .hold()
+                .record
+                .last_confirmed()
+                .checked_add(lock.client().watchdog_timeout()),
         }
     }
 
