@@ -16,6 +16,7 @@ use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
 use crate::lost_callbacks::LostCallbacks;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
+use crate::stats::{Counters, ParkedThread, Stats};
 use crate::thread_id;
 use crate::waiting::{Waiting, WaitingCall};
 use crate::watchdog::{Renewer, Watchdog};
@@ -57,6 +58,8 @@ struct Inner {
     pubsub: PubSub,
     watchdog: Watchdog,
     lost_callbacks: LostCallbacks,
+    /// What [`Client::stats`] reports, counted as it happens.
+    counters: Arc<Counters>,
     shut_down: AtomicBool,
     /// Acquire calls that may wait: shutdown lets them leave their queues.
     waiting: Waiting,
@@ -86,13 +89,15 @@ impl Client {
 
     pub(crate) fn start(config: Config) -> Result<Client> {
         let connections = Arc::new(Connections::open(&config)?);
-        let pubsub = PubSub::start(Arc::clone(&connections), &config)?;
-        let renewals = Arc::new(RenewalMap::default());
+        let counters = Arc::new(Counters::default());
+        let pubsub = PubSub::start(Arc::clone(&connections), &config, Arc::clone(&counters))?;
+        let renewals = Arc::new(RenewalMap::new(Arc::clone(&counters)));
         let (lost_callbacks, on_lost) = LostCallbacks::start(config.on_lock_lost.clone())?;
         let watchdog = Watchdog::start(Renewer {
             connections: Arc::clone(&connections),
             renewals: Arc::clone(&renewals),
             timeout: config.watchdog_timeout,
+            counters: Arc::clone(&counters),
             on_lost,
         })?;
         let id = Uuid::new_v4();
@@ -106,6 +111,7 @@ impl Client {
                 pubsub,
                 watchdog,
                 lost_callbacks,
+                counters,
                 shut_down: AtomicBool::new(false),
                 waiting: Waiting::default(),
                 pid: std::process::id(),
@@ -117,6 +123,35 @@ impl Client {
     /// The client's random UUID, the first half of its holder fields.
     pub fn id(&self) -> Uuid {
         self.inner.id
+    }
+
+    /// What the client is doing now and has done so far: held locks,
+    /// waiting threads, renewals, losses, reconnects. Reads counters kept in
+    /// memory; no Redis round trip.
+    ///
+    /// ```no_run
+    /// # fn main() -> redhold::Result<()> {
+    /// let client = redhold::Client::open("redis://127.0.0.1:6379/")?;
+    /// let stats = client.stats();
+    /// println!("{} held, {} waiting", stats.held_locks, stats.parked_waiters);
+    /// # Ok(()) }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.inner.counters.snapshot(
+            self.inner.renewals.held(),
+            self.inner.pubsub.subscribed_channels(),
+        )
+    }
+
+    /// Counts a lock taken by a waiter that a release's message woke.
+    pub(crate) fn count_handoff(&self) {
+        Counters::bump(&self.inner.counters.local_handoffs);
+    }
+
+    /// Counts the calling thread as parked, waiting for a lock, until the
+    /// value drops.
+    pub(crate) fn parked_thread(&self) -> ParkedThread<'_> {
+        self.inner.counters.parked()
     }
 
     /// How long a lock taken without a lease survives without renewal.

@@ -63,6 +63,7 @@ mod scripts;
 #[cfg(feature = "sentinel")]
 mod sentinel;
 mod slot;
+mod stats;
 mod thread_id;
 mod waiting;
 mod watchdog;
@@ -77,3 +78,4 @@ pub use kind::{Fair, Fenced, LockKind, Read, ReadWriteLock, Reentrant, Spin, Wri
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReentrantLock, SpinLock, WriteLock};
 pub use multi_lock::{MultiLock, MultiLockGuard};
 pub use red_lock::{RedLock, RedLockGuard};
+pub use stats::Stats;

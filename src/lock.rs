@@ -421,7 +421,11 @@ impl<K: LockKind> Lock<K> {
         };
         if let (true, Some(subscription)) = (stand_back, &subscription) {
             let grace = left(Instant::now()).map_or(HANDOFF_GRACE, |l| l.min(HANDOFF_GRACE));
-            match subscription.park(grace, interrupt) {
+            let woke = {
+                let _parked = self.client.parked_thread();
+                subscription.park(grace, interrupt)
+            };
+            match woke {
                 Wake::Interrupted => return Err(self.interrupted()),
                 woke => handed_wake_up = woke == Wake::Notified,
             }
@@ -442,6 +446,9 @@ impl<K: LockKind> Lock<K> {
             }
             let ttl = match attempt? {
                 Attempt::Acquired { grant, holds } => {
+                    if handed_wake_up {
+                        self.client.count_handoff();
+                    }
                     let field = Arc::clone(field);
                     return Ok(Some(self.guard(lease, field, started, grant, holds)));
                 }
@@ -467,10 +474,13 @@ impl<K: LockKind> Lock<K> {
                 }
                 park = park.min(left);
             }
-            let woke = match &subscription {
-                Some(subscription) => subscription.park(park, interrupt),
-                None if interrupt::sleep(park, interrupt) => Wake::Interrupted,
-                None => Wake::TimedOut,
+            let woke = {
+                let _parked = self.client.parked_thread();
+                match &subscription {
+                    Some(subscription) => subscription.park(park, interrupt),
+                    None if interrupt::sleep(park, interrupt) => Wake::Interrupted,
+                    None => Wake::TimedOut,
+                }
             };
             if woke == Wake::Interrupted {
                 return Err(self.interrupted());

@@ -22,6 +22,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use crate::stats::Counters;
+
 /// How the watchdog renews a hold (the `mode` argument of `lua/renew.lua`).
 // `pub` only because the sealed `KindOps` trait names it; the module is private.
 #[allow(unreachable_pub)]
@@ -104,9 +106,19 @@ type HoldKey = (Arc<str>, Arc<str>);
 #[derive(Debug, Default)]
 pub(crate) struct RenewalMap {
     entries: Mutex<HashMap<HoldKey, Entry>>,
+    /// Where losses are counted, for [`Stats`](crate::Stats).
+    counters: Arc<Counters>,
 }
 
 impl RenewalMap {
+    /// An empty map that counts losses in `counters`.
+    pub(crate) fn new(counters: Arc<Counters>) -> Self {
+        RenewalMap {
+            entries: Mutex::default(),
+            counters,
+        }
+    }
+
     /// Records one more hold of `name` by `field`, just taken in Redis,
     /// which now counts `holds` for the field.
     ///
@@ -142,6 +154,7 @@ impl RenewalMap {
                 return (Arc::clone(&entry.record), holds.saturating_sub(here));
             }
             entry.record.state.store(LOST, Ordering::Release);
+            Counters::bump(&self.counters.locks_lost);
         }
         // A re-entry with no live record here (Redis counted a hold we had
         // already judged lost, or an acquire twice) also starts a
@@ -225,7 +238,13 @@ impl RenewalMap {
         record.state.store(LOST, Ordering::Release);
         let key = (Arc::clone(&record.name), Arc::clone(&record.field));
         entries.remove(&key);
+        Counters::bump(&self.counters.locks_lost);
         true
+    }
+
+    /// How many (lock, thread) pairs hold a lock, watched or leased.
+    pub(crate) fn held(&self) -> usize {
+        self.entries.lock().len()
     }
 
     /// How many (lock, thread) generations the watchdog renews.

@@ -17,6 +17,7 @@ use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
 use crate::scripts;
 use crate::slot;
+use crate::stats::Counters;
 
 /// Locks renewed per script call: 10,000 held locks cost 100 round trips.
 pub(crate) const RENEW_BATCH: usize = 100;
@@ -44,6 +45,7 @@ pub(crate) struct Renewer {
     pub(crate) connections: Arc<Connections>,
     pub(crate) renewals: Arc<RenewalMap>,
     pub(crate) timeout: Duration,
+    pub(crate) counters: Arc<Counters>,
     /// Where lost locks are reported for the `on_lock_lost` callback, which
     /// runs on its own thread: it cannot delay the renewals.
     pub(crate) on_lost: LostNotifier,
@@ -60,6 +62,7 @@ impl Watchdog {
                 // Ends when the client drops or shuts down the sender.
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
                     renewer.pass();
+                    Counters::bump(&renewer.counters.renewal_passes);
                 }
             })
             .map_err(|e| Error::Redis(e.into()))?;

@@ -34,6 +34,7 @@ use crate::config::Config;
 use crate::connections::Connections;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
+use crate::stats::Counters;
 
 pub(crate) use registry::Wake;
 use registry::{Channel, Joined, Registry};
@@ -57,6 +58,8 @@ struct Shared {
     /// retry thread), unparked when the client stops and joined by
     /// [`PubSub::shutdown`].
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Where reconnects are counted, for [`Stats`](crate::Stats).
+    counters: Arc<Counters>,
 }
 
 impl Shared {
@@ -92,7 +95,11 @@ pub(crate) struct PubSub {
 impl PubSub {
     /// Connects (or, for sharded pub/sub, learns the cluster's slots) and
     /// starts the subscriber thread.
-    pub(crate) fn start(connections: Arc<Connections>, config: &Config) -> Result<PubSub> {
+    pub(crate) fn start(
+        connections: Arc<Connections>,
+        config: &Config,
+        counters: Arc<Counters>,
+    ) -> Result<PubSub> {
         let router = Router::new(&connections, config)?;
         let shared = Arc::new(Shared {
             registry: Registry::default(),
@@ -104,6 +111,7 @@ impl PubSub {
             response_timeout: config.response_timeout,
             linger: config.subscription_linger,
             threads: Mutex::new(Vec::new()),
+            counters,
         });
         router::start(&shared).map_err(|source| crate::error::Error::Connect {
             url: config.target(),
@@ -152,6 +160,16 @@ impl PubSub {
         if let Some(channel) = self.shared.registry.get(channel.as_bytes()) {
             channel.expect_handoff(grace);
         }
+    }
+
+    /// How many channels the server has confirmed a subscription to.
+    pub(crate) fn subscribed_channels(&self) -> usize {
+        self.shared
+            .registry
+            .all()
+            .iter()
+            .filter(|channel| channel.is_subscribed())
+            .count()
     }
 
     /// Whether a thread about to take the lock announced on `channel` should

@@ -39,6 +39,7 @@ use super::{subscriber, Shared, TICK};
 use crate::config::Config;
 use crate::connections::Connections;
 use crate::error::Result;
+use crate::stats::Counters;
 
 /// First pause between two reconnect (or sharded retry) attempts.
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -306,6 +307,8 @@ pub(super) fn link_lost(shared: &Arc<Shared>, link: &Arc<Link>) -> Option<Reader
                     links.remove(&link.id);
                 }
             }
+            // Its channels are subscribed again wherever their slots live.
+            Counters::bump(&shared.counters.pubsub_reconnects);
             retry_later(shared, channels);
             None
         }
@@ -348,6 +351,7 @@ fn reconnect(shared: &Shared, link: &Link) -> Option<Reader> {
                     "redhold pub/sub connection re-established; {} channel(s) resubscribed",
                     channels.len()
                 );
+                Counters::bump(&shared.counters.pubsub_reconnects);
                 return Some(reader);
             }
             Err(e) => {

@@ -1,0 +1,82 @@
+//! A snapshot of what a client is doing, for dashboards and logs: counted
+//! in memory as it happens, read without a round trip to Redis.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// What a [`Client`](crate::Client) is doing now and has done since it was
+/// built, from [`Client::stats`](crate::Client::stats).
+///
+/// Taking a snapshot reads a few counters and takes no lock that a Redis
+/// call holds, so it is cheap enough to poll. The figures are read one after
+/// another, not all at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Locks this client's threads hold now: one per (lock, thread), however
+    /// many times the thread re-entered it.
+    pub held_locks: usize,
+    /// Threads parked now, waiting for a lock to be released (or for a spin
+    /// lock's next attempt).
+    pub parked_waiters: usize,
+    /// Wake-up channels the client is subscribed to now.
+    pub subscribed_channels: usize,
+    /// Renewal passes the watchdog has made.
+    pub renewal_passes: u64,
+    /// Holds found lost (expired or deleted under their holder) by the
+    /// watchdog, a release, or a new acquire of the same thread.
+    pub locks_lost: u64,
+    /// Times a pub/sub connection died and was replaced.
+    pub pubsub_reconnects: u64,
+    /// Locks handed over to a parked thread of this client: it was woken by
+    /// a release's message (from this client or another) and took the lock
+    /// at its next attempt.
+    pub local_handoffs: u64,
+}
+
+/// The running totals behind [`Stats`], shared by the parts that count.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) parked: AtomicUsize,
+    pub(crate) renewal_passes: AtomicU64,
+    pub(crate) locks_lost: AtomicU64,
+    pub(crate) pubsub_reconnects: AtomicU64,
+    pub(crate) local_handoffs: AtomicU64,
+}
+
+impl Counters {
+    /// Adds one to `counter`.
+    pub(crate) fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a parked thread until the returned value drops.
+    pub(crate) fn parked(&self) -> ParkedThread<'_> {
+        self.parked.fetch_add(1, Ordering::Relaxed);
+        ParkedThread { counters: self }
+    }
+
+    /// The totals, with the gauges the caller measured.
+    pub(crate) fn snapshot(&self, held_locks: usize, subscribed_channels: usize) -> Stats {
+        Stats {
+            held_locks,
+            parked_waiters: self.parked.load(Ordering::Relaxed),
+            subscribed_channels,
+            renewal_passes: self.renewal_passes.load(Ordering::Relaxed),
+            locks_lost: self.locks_lost.load(Ordering::Relaxed),
+            pubsub_reconnects: self.pubsub_reconnects.load(Ordering::Relaxed),
+            local_handoffs: self.local_handoffs.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One thread counted as parked.
+#[derive(Debug)]
+pub(crate) struct ParkedThread<'a> {
+    counters: &'a Counters,
+}
+
+impl Drop for ParkedThread<'_> {
+    fn drop(&mut self) {
+        self.counters.parked.fetch_sub(1, Ordering::Relaxed);
+    }
+}
