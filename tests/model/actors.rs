@@ -3,6 +3,7 @@
 //! (shut down and rebuilt by any of their threads); and the interrupter
 //! thread that fires the triggers of interruptible waits.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -156,6 +157,23 @@ impl ClientSlot {
         }
     }
 
+    /// Builds a new generation if the current one is shut down (a restart
+    /// whose rebuild failed while a server was away); one try, no wait.
+    pub(crate) fn revive(&self) {
+        if !self.current().clients[0].is_shut_down() {
+            return;
+        }
+        let Some(_one) = self.restarting.try_lock() else {
+            return;
+        };
+        let generation = self.current.lock().0;
+        let tag = format!("{}#{}", self.base, generation + 1);
+        // Quietly: the next operation tries again.
+        if let Ok(set) = build_set(&tag, &self.urls, &self.prefix, &self.recorder) {
+            *self.current.lock() = (generation + 1, Arc::new(set));
+        }
+    }
+
     /// The final shutdown at the end of a schedule.
     pub(crate) fn shutdown(&self, recorder: &Recorder) {
         let set = self.current();
@@ -236,11 +254,30 @@ pub(crate) struct ActorSpec {
     pub(crate) stop: Arc<AtomicBool>,
 }
 
-/// Starts an actor thread; it returns how many operations it ran.
+/// Starts an actor thread; it returns how many operations it ran. A panic
+/// (of the library or of the actor) is recorded as a flag, so the oracle
+/// reports it.
 pub(crate) fn spawn(spec: ActorSpec) -> JoinHandle<u64> {
     thread::Builder::new()
         .name(format!("model-{}", spec.label))
-        .spawn(move || Actor::new(spec).run())
+        .spawn(move || {
+            let (recorder, actor) = (spec.recorder.clone(), spec.id);
+            match catch_unwind(AssertUnwindSafe(|| Actor::new(spec).run())) {
+                Ok(ops) => ops,
+                Err(panic) => {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default();
+                    recorder.record(Event::Flag {
+                        actor,
+                        text: format!("the actor thread panicked: {text}"),
+                    });
+                    0
+                }
+            }
+        })
         .expect("spawn an actor")
 }
 
@@ -295,6 +332,7 @@ impl Actor {
             label: self.spec.label.clone(),
         });
         while !self.spec.stop.load(Ordering::SeqCst) {
+            self.spec.slot.revive();
             self.watch_guards();
             let mut op_rng = Rng::new(self.rng.next_u64());
             let op = ops::choose(&mut op_rng, &self.view());

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::actors::{self, ActorSpec, ClientSlot, Interrupter};
 use crate::config::WATCHDOG;
 use crate::history::{ActorId, Event, Recorder};
+use crate::joins;
 use crate::wire::Link;
 
 /// The variable that carries a [`ChildSpec`] to the child.
@@ -104,11 +105,11 @@ pub(crate) fn child_main(spec: ChildSpec) {
     thread::sleep(spec.run_for.saturating_sub(started.elapsed()));
     stop.store(true, Ordering::SeqCst);
     interrupts.stop();
-    let mut unfinished = wait_for(crew, 2 * WATCHDOG + Duration::from_secs(2));
+    let mut unfinished = joins::wait_for(crew, 2 * WATCHDOG + Duration::from_secs(2));
     if !unfinished.is_empty() {
         // Waiters still blocked: a shutdown wakes them with `Shutdown`.
         slot.shutdown(&recorder);
-        unfinished = wait_for(unfinished, Duration::from_secs(5));
+        unfinished = joins::wait_for(unfinished, Duration::from_secs(5));
         if !unfinished.is_empty() {
             let names: Vec<&str> = unfinished
                 .iter()
@@ -128,25 +129,6 @@ pub(crate) fn child_main(spec: ChildSpec) {
     slot.shutdown(&recorder);
     let _ = interrupter.join();
     println!("{DONE_MARKER}");
-}
-
-/// Joins the threads that finish within `limit` and returns the others.
-pub(crate) fn wait_for<T>(
-    mut threads: Vec<thread::JoinHandle<T>>,
-    limit: Duration,
-) -> Vec<thread::JoinHandle<T>> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let (done, running): (Vec<_>, Vec<_>) = threads.into_iter().partition(|t| t.is_finished());
-        for thread in done {
-            let _ = thread.join();
-        }
-        threads = running;
-        if threads.is_empty() || Instant::now() >= deadline {
-            return threads;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[cfg(test)]

@@ -105,13 +105,20 @@ fn owners(text: &str, clients: &HashMap<String, String>) -> String {
     }
 }
 
+/// A wait that may have left its queue entry behind: `(client tag, short
+/// lock name, description)`.
+pub(crate) type DeadWait = (String, String, String);
+
 /// Polls every server until it has nothing of the run left, or until
 /// `deadline`; returns one problem description per server and category.
+/// `clients` maps client UUIDs to tags; `dead_waits` are fair-lock waits
+/// that ended without a clean give-up, named when their entry is left.
 pub(crate) fn check(
     urls: &[String],
     prefix: &str,
     deadline: Instant,
     clients: &HashMap<String, String>,
+    dead_waits: &[DeadWait],
 ) -> Vec<String> {
     let mut problems = Vec::new();
     for (server, url) in urls.iter().enumerate() {
@@ -161,10 +168,13 @@ pub(crate) fn check(
                 format!("PTTL {ttl} ms")
             };
             let owners = owners(&text, clients);
-            by_category
-                .entry(category)
-                .or_default()
-                .push(format!("{key} ({kind}, {ttl}): {text}{owners}"));
+            let mut line = format!("{key} ({kind}, {ttl}): {text}{owners}");
+            for (client, name, wait) in dead_waits {
+                if key.contains(&format!(":{name}}}")) && owners.contains(client.as_str()) {
+                    line.push_str(&format!("\n            left by: {wait}"));
+                }
+            }
+            by_category.entry(category).or_default().push(line);
         }
         for (category, keys) in by_category {
             let mut problem = format!(

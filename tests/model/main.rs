@@ -37,6 +37,7 @@ mod children;
 mod config;
 mod faults;
 mod history;
+mod joins;
 mod leftovers;
 mod model;
 mod ops;

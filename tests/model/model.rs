@@ -62,8 +62,11 @@ pub(crate) struct Hold {
     pub(crate) session_start: Instant,
     /// A restart of one of its servers fell into its session.
     pub(crate) restart: Option<Instant>,
-    /// A fault window (fault + [`FAULT_TAIL`]) touched its session up to
-    /// its loss (or end): `(kind, server, start)`.
+    /// A fault that may legitimately cost a lock (a stall: renewals wait,
+    /// and a loaded machine may make them late) touched its session up to
+    /// its loss (or end), tail included: `(kind, server, start)`. Killed
+    /// connections do not count: a renewal is retried at once, and the
+    /// library's own chaos test allows no loss from them.
     pub(crate) faulted: Option<(String, u8, Instant)>,
     /// The first force-unlock that touched its session.
     pub(crate) forced: Option<Instant>,
@@ -101,6 +104,13 @@ impl Hold {
                 from + self.ttl() + TTL_SLACK
             }
         }
+    }
+
+    /// Whether it was released only after its lease may have run out: the
+    /// release may have been refused (leaving a phantom count that the
+    /// session's other holds keep renewing) or may have taken another hold.
+    pub(crate) fn stale_release(&self) -> bool {
+        matches!((self.deadline(), self.exit), (Some(d), Some(e)) if e >= d)
     }
 
     /// Whether another hold's holder is a different thread or client.
@@ -154,6 +164,14 @@ pub(crate) struct Fault {
 }
 
 impl Fault {
+    /// Whether the fault may make a client lose a lock without a bug: a
+    /// stall (`DEBUG SLEEP`) can delay renewals past the TTL on a loaded
+    /// machine; a restart wipes everything. Connection kills cannot: the
+    /// command is retried at once.
+    pub(crate) fn may_lose_locks(&self) -> bool {
+        self.kind.starts_with("sleep") || self.kind == "restart"
+    }
+
     /// Until when the fault may still have effects.
     pub(crate) fn tail(&self) -> Instant {
         self.end + FAULT_TAIL
@@ -500,7 +518,7 @@ impl Model {
             let upto = h.loss.map_or(raw_end, |(at, _)| at);
             h.faulted = faults
                 .iter()
-                .filter(|f| servers.contains(&f.server))
+                .filter(|f| f.may_lose_locks() && servers.contains(&f.server))
                 .filter(|f| f.start < upto && f.tail() > h.session_start)
                 .min_by_key(|f| f.start)
                 .map(|f| (f.kind.clone(), f.server, f.start));
@@ -556,18 +574,33 @@ impl Model {
         for ((actor, client, name, mode), mut members) in groups {
             members.sort_by_key(|&i| self.holds[i].call);
             let mut sessions: Vec<Session> = Vec::new();
+            // Whether the current session had a stale leased release: its
+            // phantom count may outlive every release by a watchdog timeout.
+            let mut phantom = false;
             for i in members {
                 let h = &self.holds[i];
-                let until = h.lingers_until(end);
+                let mut until = h.lingers_until(end);
                 match sessions.last_mut() {
-                    Some(s) if h.call <= s.busy_until => s.busy_until = s.busy_until.max(until),
-                    _ => sessions.push(Session {
-                        actor,
-                        client: client.clone(),
-                        mode,
-                        start: h.call,
-                        busy_until: until,
-                    }),
+                    Some(s) if h.call <= s.busy_until => {
+                        phantom |= h.stale_release();
+                        if phantom {
+                            until = until.max(h.released.unwrap_or(end) + WATCHDOG + TTL_SLACK);
+                        }
+                        s.busy_until = s.busy_until.max(until);
+                    }
+                    _ => {
+                        phantom = h.stale_release();
+                        if phantom {
+                            until = until.max(h.released.unwrap_or(end) + WATCHDOG + TTL_SLACK);
+                        }
+                        sessions.push(Session {
+                            actor,
+                            client: client.clone(),
+                            mode,
+                            start: h.call,
+                            busy_until: until,
+                        });
+                    }
                 }
                 let start = sessions.last().map_or(h.call, |s| s.start);
                 let h = &mut self.holds[i];

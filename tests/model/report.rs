@@ -20,6 +20,9 @@ const EXCERPT_LINES: usize = 45;
 pub(crate) const LEASE_UNDER: &str = "lease-under-hold";
 /// An older leased read hold released under a newer one.
 pub(crate) const READ_ORDER: &str = "read-release-order";
+/// A read hold released while the thread holds the write lock and other,
+/// leased, read holds.
+pub(crate) const READ_UNDER_WRITE: &str = "read-release-under-write";
 /// A stale leased guard unlocked with `Ok` after the thread took the lock
 /// again.
 pub(crate) const STALE_UNLOCK: &str = "stale-lease-unlock";
@@ -28,14 +31,20 @@ pub(crate) const LEAKED_UNLOCK: &str = "leaked-unlock";
 
 /// The cause tags named in a violation's details.
 pub(crate) fn causes(details: &[String]) -> Vec<&'static str> {
-    let mut tags: Vec<&'static str> = [STALE_UNLOCK, READ_ORDER, LEASE_UNDER, LEAKED_UNLOCK]
-        .into_iter()
-        .filter(|tag| {
-            details
-                .iter()
-                .any(|d| d.starts_with(&format!("pattern [{tag}]")))
-        })
-        .collect();
+    let mut tags: Vec<&'static str> = [
+        STALE_UNLOCK,
+        READ_ORDER,
+        READ_UNDER_WRITE,
+        LEASE_UNDER,
+        LEAKED_UNLOCK,
+    ]
+    .into_iter()
+    .filter(|tag| {
+        details
+            .iter()
+            .any(|d| d.starts_with(&format!("pattern [{tag}]")))
+    })
+    .collect();
     tags.dedup();
     tags
 }
@@ -113,11 +122,60 @@ pub(crate) fn describe(m: &Model, h: &Hold) -> String {
 ///   if the lock's TTL followed that lease, `h` went with it;
 /// - [`READ_ORDER`]: while read hold `h` was held, the same thread released
 ///   an older leased read hold whose lease ran out before `at`;
+/// - [`READ_UNDER_WRITE`]: while write hold `h` was held, the same thread
+///   released a read hold while another leased read hold remained;
 /// - [`STALE_UNLOCK`]: a leased guard of the same thread whose lease had run
-///   out before `h` was even called was unlocked with `Ok` while `h` was
-///   held: that release can only have released `h`;
+///   out before `h` was acquired was unlocked with `Ok` (or dropped) in
+///   `h`'s session: that release took a newer hold;
 /// - [`LEAKED_UNLOCK`]: `Lock::unlock()` of a leaked hold while `h` was held.
 pub(crate) fn patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
+    let mut found = direct_patterns(m, h, at);
+    if !found.is_empty() {
+        return found;
+    }
+    // A cascade: an older hold of the same thread whose lock had already
+    // gone (for one of the reasons above) before `h` was acquired, released
+    // while `h` was held: that release took `h`'s fresh hold.
+    let Some(mine) = m.by_actor.get(&h.actor) else {
+        return found;
+    };
+    for &i in mine {
+        let o = &m.holds[i];
+        let released = o
+            .exit
+            .filter(|&e| e > h.enter && e < at && matches!(o.result.as_str(), "ok" | "dropped"));
+        if o.id == h.id
+            || o.client != h.client
+            || o.enter >= h.enter
+            || released.is_none()
+            || !o.names.iter().any(|n| h.names.contains(n))
+        {
+            continue;
+        }
+        for line in direct_patterns(m, o, h.enter) {
+            if let Some(rest) = line.strip_prefix("pattern [") {
+                found.push(format!(
+                    "pattern [{rest_tag}]: cascade: the older hold #{} lost its lock before #{} \
+                     was acquired, then its release at {} took #{}'s fresh hold; why #{} lost it: {}",
+                    hold_id(o.id),
+                    hold_id(h.id),
+                    m.time(released.unwrap_or(at)),
+                    hold_id(h.id),
+                    hold_id(o.id),
+                    line,
+                    rest_tag = rest.split(']').next().unwrap_or("")
+                ));
+            }
+        }
+        if !found.is_empty() {
+            break;
+        }
+    }
+    found
+}
+
+/// [`patterns`] without cascades.
+fn direct_patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
     let slack = Duration::from_millis(50);
     let mut found = Vec::new();
     let Some(mine) = m.by_actor.get(&h.actor) else {
@@ -135,15 +193,17 @@ pub(crate) fn patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
             // Anywhere in `h`'s session: one release too many leaves every
             // later release of the session one hold ahead.
             let in_session = exit > h.session_start && exit < at && h.exit.is_none_or(|e| e > exit);
-            if ran_out < h.call && ran_out < exit && in_session && o.result == "ok" {
+            let released = matches!(o.result.as_str(), "ok" | "dropped");
+            if ran_out < h.enter && ran_out < exit && in_session && released {
                 found.push(format!(
                     "pattern [{STALE_UNLOCK}]: stale guard #{} ({}, lease ran out by {}) was \
-                     unlocked with Ok at {}, in the session of #{} (since {}): it released a \
+                     released ({}) at {}, in the session of #{} (since {}): it released a \
                      newer hold of the thread, and every later release of the session is one \
                      hold ahead",
                     hold_id(o.id),
                     o.method,
                     m.time(ran_out),
+                    o.result,
                     m.time(exit),
                     hold_id(h.id),
                     m.time(h.session_start),
@@ -152,6 +212,31 @@ pub(crate) fn patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
         }
         if let (Some(lease), Some(ran_out)) = (o.lease, ran_out) {
             let released = o.exit.filter(|&e| held_at(e) && o.released.is_some());
+            if h.kind == Kind::Write && o.kind == Kind::Read {
+                // The release sets the lock's TTL from the read holds that
+                // remain, forgetting the write hold.
+                let short = mine.iter().map(|&j| &m.holds[j]).find(|r| {
+                    r.id != o.id
+                        && r.kind == Kind::Read
+                        && r.client == h.client
+                        && r.names == o.names
+                        && released.is_some_and(|t| r.enter < t && r.exit.is_none_or(|e| e > t))
+                        && r.lease.is_some_and(|l| r.enter + l <= at + slack)
+                });
+                if let (Some(exit), Some(r)) = (released, short) {
+                    found.push(format!(
+                        "pattern [{READ_UNDER_WRITE}]: while write hold #{} was held, the same \
+                         thread released read hold #{} at {} while its read hold #{} (lease \
+                         ran out by {}) remained: the lock's TTL then followed that read lease",
+                        hold_id(h.id),
+                        hold_id(o.id),
+                        m.time(exit),
+                        hold_id(r.id),
+                        m.time(r.enter + r.lease.unwrap_or_default())
+                    ));
+                }
+                continue;
+            }
             if h.kind == Kind::Read && o.kind == Kind::Read {
                 if let Some(exit) = released.filter(|_| o.enter < h.enter && ran_out <= at + slack)
                 {
@@ -333,23 +418,17 @@ pub(crate) fn render_event(m: &Model, at: Instant, event: &Event) -> String {
 pub(crate) fn excerpt(m: &Model, events: &[Stamped], v: &Violation) -> Vec<String> {
     let from = v.at.checked_sub(BEFORE).unwrap_or(m.t0);
     let to = v.at + AFTER;
+    // Events on the violation's locks (by anyone), its actors' flags, and
+    // what happens to everyone: faults, shutdowns, lost-lock callbacks.
+    let on_focus = |names: &str| names.split('+').any(|n| v.names.iter().any(|f| f == n));
     let relevant = |event: &Event| -> bool {
         if let Some(names) = event_names(m, event) {
-            if names.iter().any(|n| v.names.iter().any(|f| f == n)) {
-                return true;
-            }
+            return names.iter().any(|n| v.names.iter().any(|f| f == n));
         }
         match event {
-            Event::Call { actor, .. }
-            | Event::Enter { actor, .. }
-            | Event::Miss { actor, .. }
-            | Event::Exit { actor, .. }
-            | Event::Released { actor, .. }
-            | Event::HeldFalse { actor, .. }
-            | Event::Flag { actor, .. }
-            | Event::Count { actor, .. }
-            | Event::ForceStart { actor, .. }
-            | Event::ForceEnd { actor, .. } => v.actors.contains(actor),
+            Event::Count { name, .. } => on_focus(name),
+            Event::ForceStart { names, .. } => on_focus(names),
+            Event::Flag { actor, .. } => v.actors.contains(actor),
             Event::Lost { name, .. } => v.names.iter().any(|n| name.ends_with(&format!(":{n}"))),
             Event::FaultStart { .. }
             | Event::FaultEnd { .. }

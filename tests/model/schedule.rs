@@ -13,13 +13,14 @@ use parking_lot::Mutex;
 
 use crate::actors::{self, ActorSpec, ClientSlot, Interrupter};
 use crate::child::ChildTest;
-use crate::children::{self, ChildSpec, CHILD_ENV, DONE_MARKER};
+use crate::children::{ChildSpec, CHILD_ENV, DONE_MARKER};
 use crate::config::{
     Spec, CHILDREN, LATCH_TTL, LOCAL_CLIENTS, LOCAL_CLIENTS_WITH_CHILDREN, THREADS_PER_CLIENT,
     WATCHDOG,
 };
 use crate::faults;
 use crate::history::{ActorId, Event, History, Recorder, Stamped};
+use crate::joins;
 use crate::leftovers;
 use crate::model::Model;
 use crate::oracle::{self, Class, Violation};
@@ -47,8 +48,8 @@ pub(crate) struct Outcome {
     pub(crate) found: Vec<(Class, &'static str, String)>,
     /// Seconds from the schedule's start to its first violation.
     pub(crate) first_violation: Option<f64>,
-    /// The first violation of each kind (rule, likely cause, lock kind):
-    /// `(kind, seconds into the schedule, acquire calls made before it)`.
+    /// The first violation of each likely cause: `([cause] rule on kind,
+    /// seconds into the schedule, acquire calls made before it)`.
     pub(crate) firsts: Vec<(String, f64, u64)>,
     pub(crate) ops: u64,
     /// The end-state check, still running: its problems.
@@ -145,12 +146,12 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     // Wind down: actors release everything; blocked waiters are woken by
     // a shutdown if they do not get their lock in time.
     let mut robustness: Vec<String> = Vec::new();
-    let mut unfinished = children::wait_for(crew, 2 * WATCHDOG + Duration::from_secs(2));
+    let mut unfinished = joins::wait_for(crew, 2 * WATCHDOG + Duration::from_secs(2));
     if !unfinished.is_empty() {
-        for slot in &slots {
-            slot.shutdown(&recorder);
+        if !shut_down(&slots, &recorder) {
+            robustness.push("Client::shutdown did not return within 15 s".into());
         }
-        unfinished = children::wait_for(unfinished, Duration::from_secs(3));
+        unfinished = joins::wait_for(unfinished, Duration::from_secs(3));
         if !unfinished.is_empty() {
             let names: Vec<String> = unfinished
                 .iter()
@@ -181,17 +182,29 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     }
     drop(kids);
     let fault_summary =
-        fault_thread.map(|t| t.join().unwrap_or_else(|_| "fault thread panicked".into()));
+        fault_thread.map(|t| match joins::join_within(t, Duration::from_secs(20)) {
+            Some(Ok(summary)) => summary,
+            Some(Err(_)) => {
+                robustness.push("the fault thread panicked".into());
+                "panicked".into()
+            }
+            None => {
+                robustness.push("the fault thread did not stop within 20 s".into());
+                "unfinished".into()
+            }
+        });
     for server in &servers {
         let mut server = server.lock();
         if !server.is_running() {
             server.start_again();
         }
     }
-    for slot in &slots {
-        slot.shutdown(&recorder);
+    if !shut_down(&slots, &recorder) {
+        robustness.push("Client::shutdown did not return within 15 s".into());
     }
-    let _ = interrupter.join();
+    if joins::join_within(interrupter, Duration::from_secs(5)).is_none() {
+        robustness.push("the interrupter thread did not stop".into());
+    }
     if let Some(collector) = collector {
         collector.finish(Duration::from_secs(2));
     }
@@ -274,13 +287,36 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     );
 
     let clients = client_ids(&events);
+    let dead_waits: Vec<leftovers::DeadWait> = model
+        .waits
+        .iter()
+        .filter(|w| w.kind == crate::targets::Kind::Fair)
+        .filter(|w| {
+            w.outcome == "shutdown" || w.outcome == "unfinished" || w.outcome.starts_with("error")
+        })
+        .map(|w| {
+            (
+                w.client.clone(),
+                w.names[0].clone(),
+                format!(
+                    "{} in {} on fair {} from {} to {}, which ended with {}",
+                    model.label(w.actor),
+                    w.method,
+                    w.names[0],
+                    model.time(w.start),
+                    model.time(w.end),
+                    w.outcome
+                ),
+            )
+        })
+        .collect();
     let leftovers = {
         let prefix = prefix.to_string();
         let deadline = all_down + LATCH_TTL + WATCHDOG;
         thread::Builder::new()
             .name("model-leftovers".into())
             .spawn(move || {
-                let problems = leftovers::check(&urls, &prefix, deadline, &clients);
+                let problems = leftovers::check(&urls, &prefix, deadline, &clients, &dead_waits);
                 drop(servers);
                 problems
             })
@@ -296,6 +332,22 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         ops: model.ops,
         leftovers: Some(leftovers),
     }
+}
+
+/// Shuts every slot's clients down, from a thread of its own so that a
+/// shutdown that never returns is reported instead of hanging the test;
+/// false when it did not return within 15 s.
+fn shut_down(slots: &[Arc<ClientSlot>], recorder: &Recorder) -> bool {
+    let (slots, recorder) = (slots.to_vec(), recorder.clone());
+    let closing = thread::Builder::new()
+        .name("model-shutdown".into())
+        .spawn(move || {
+            for slot in &slots {
+                slot.shutdown(&recorder);
+            }
+        })
+        .expect("spawn the shutdown thread");
+    joins::join_within(closing, Duration::from_secs(15)).is_some()
 }
 
 /// Every violation, grouped by rule; at most a few of each rule in full
@@ -320,7 +372,7 @@ fn render_all(model: &Model, events: &[Stamped], violations: &[Violation]) -> St
     out
 }
 
-/// The first violation of each kind: rule, likely causes and lock kind.
+/// The first violation of each likely cause (with its rule and lock kind).
 fn firsts(model: &Model, events: &[Stamped], violations: &[Violation]) -> Vec<(String, f64, u64)> {
     let mut firsts: Vec<(String, f64, u64)> = Vec::new();
     for v in violations {
@@ -332,10 +384,13 @@ fn firsts(model: &Model, events: &[Stamped], violations: &[Violation]) -> Vec<(S
             .map(|&i| model.holds[i].kind.as_str())
             .unwrap_or("-");
         let cause = causes.first().copied().unwrap_or("no known pattern");
-        let key = format!("{} [{cause}] on {kind}", v.rule);
-        if firsts.iter().any(|(k, _, _)| *k == key) {
+        if firsts
+            .iter()
+            .any(|(k, _, _)| k.starts_with(&format!("[{cause}]")))
+        {
             continue;
         }
+        let key = format!("[{cause}] {} on {kind}", v.rule);
         let calls = events
             .iter()
             .take_while(|e| e.at <= v.at)
