@@ -98,6 +98,19 @@ impl ChildTest {
         let _ = self.child.wait();
     }
 
+    /// Waits at most `limit` for the child to exit by itself; `None` when
+    /// it is still running (it is left running: dropping it kills it).
+    pub(crate) fn exited_within(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+
     /// Waits at most `limit` for the child to exit by itself.
     ///
     /// # Panics

@@ -1,0 +1,607 @@
+//! Actors: threads that run the operation mix on their client's locks and
+//! record every acquire, hold and release; the client slots they share
+//! (shut down and rebuilt by any of their threads); and the interrupter
+//! thread that fires the triggers of interruptible waits.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use redhold::{Client, Interrupt};
+
+use crate::config::{
+    CONNECT_TIMEOUT, FAIR_WAIT, RESPONSE_TIMEOUT, RETRY_ATTEMPTS, RETRY_DELAY, WATCHDOG,
+};
+use crate::history::{ActorId, Event, HoldId, Recorder};
+use crate::ops::{self, HeldView, Op};
+use crate::rng::Rng;
+use crate::targets::{self, AnyGuard, ClientSet, Kind, Method, Target};
+
+/// How long before a leaked lease runs out an actor stops releasing it:
+/// the release must reach Redis before the lease ends.
+const LEAK_MARGIN: Duration = Duration::from_millis(50);
+
+/// Fires `Interrupt`s at their due time, from its own thread, as a user's
+/// other thread would.
+#[derive(Debug, Default)]
+pub(crate) struct Interrupter {
+    pending: Mutex<Vec<(Instant, Interrupt)>>,
+    stopped: AtomicBool,
+}
+
+impl Interrupter {
+    /// A fresh interrupt that fires `after` from now (at once when the
+    /// schedule is stopping).
+    pub(crate) fn arm(&self, after: Duration) -> Interrupt {
+        let interrupt = Interrupt::new();
+        if self.stopped.load(Ordering::SeqCst) {
+            interrupt.trigger();
+        } else {
+            self.pending
+                .lock()
+                .push((Instant::now() + after, interrupt.clone()));
+        }
+        interrupt
+    }
+
+    /// Fires every pending interrupt and every later one at once.
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        for (_, interrupt) in self.pending.lock().drain(..) {
+            interrupt.trigger();
+        }
+    }
+
+    /// Starts the thread that fires interrupts; it ends after [`stop`](Self::stop).
+    pub(crate) fn start(self: &Arc<Self>) -> JoinHandle<()> {
+        let me = Arc::clone(self);
+        thread::Builder::new()
+            .name("model-interrupter".into())
+            .spawn(move || {
+                while !me.stopped.load(Ordering::SeqCst) {
+                    let now = Instant::now();
+                    me.pending.lock().retain(|(due, interrupt)| {
+                        if *due <= now {
+                            interrupt.trigger();
+                        }
+                        *due > now
+                    });
+                    thread::sleep(Duration::from_millis(3));
+                }
+                me.stop();
+            })
+            .expect("spawn the interrupter")
+    }
+}
+
+/// The client set of one client slot, rebuilt after a restart. Every
+/// thread of the slot uses the current set.
+#[derive(Debug)]
+pub(crate) struct ClientSlot {
+    /// `p0.c1`: the generation number goes after it (`p0.c1#2`).
+    base: String,
+    urls: Vec<String>,
+    prefix: Arc<str>,
+    recorder: Recorder,
+    current: Mutex<(u32, Arc<ClientSet>)>,
+    /// One restart at a time.
+    restarting: Mutex<()>,
+}
+
+impl ClientSlot {
+    /// Builds the first client set of slot `base`.
+    ///
+    /// # Errors
+    ///
+    /// When a client cannot be built.
+    pub(crate) fn open(
+        base: &str,
+        urls: &[String],
+        prefix: &Arc<str>,
+        recorder: &Recorder,
+    ) -> redhold::Result<Arc<ClientSlot>> {
+        let recorder = recorder.fork();
+        let first = build_set(&format!("{base}#0"), urls, prefix, &recorder)?;
+        Ok(Arc::new(ClientSlot {
+            base: base.to_owned(),
+            urls: urls.to_vec(),
+            prefix: Arc::clone(prefix),
+            recorder,
+            current: Mutex::new((0, Arc::new(first))),
+            restarting: Mutex::new(()),
+        }))
+    }
+
+    /// The set threads should use now.
+    pub(crate) fn current(&self) -> Arc<ClientSet> {
+        Arc::clone(&self.current.lock().1)
+    }
+
+    /// Shuts the current set down (its holds are abandoned, waiters fail
+    /// with `Shutdown`) and builds the next generation, retrying for a
+    /// while if the server is away (a restart fault).
+    pub(crate) fn restart(&self, recorder: &Recorder) {
+        let Some(_one) = self.restarting.try_lock() else {
+            return;
+        };
+        let (generation, old) = {
+            let current = self.current.lock();
+            (current.0, Arc::clone(&current.1))
+        };
+        recorder.record(Event::ClientDown {
+            client: old.tag.clone(),
+        });
+        old.shutdown();
+        let tag = format!("{}#{}", self.base, generation + 1);
+        let give_up = Instant::now() + Duration::from_secs(5);
+        loop {
+            match build_set(&tag, &self.urls, &self.prefix, &self.recorder) {
+                Ok(set) => {
+                    *self.current.lock() = (generation + 1, Arc::new(set));
+                    return;
+                }
+                Err(e) if Instant::now() < give_up => {
+                    let _ = e;
+                    thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => {
+                    recorder.record(Event::Note {
+                        text: format!("client slot {} could not be rebuilt: {e}", self.base),
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Builds a new generation if the current one is shut down (a restart
+    /// whose rebuild failed while a server was away); one try, no wait.
+    pub(crate) fn revive(&self) {
+        if !self.current().clients[0].is_shut_down() {
+            return;
+        }
+        let Some(_one) = self.restarting.try_lock() else {
+            return;
+        };
+        let generation = self.current.lock().0;
+        let tag = format!("{}#{}", self.base, generation + 1);
+        // Quietly: the next operation tries again.
+        if let Ok(set) = build_set(&tag, &self.urls, &self.prefix, &self.recorder) {
+            *self.current.lock() = (generation + 1, Arc::new(set));
+        }
+    }
+
+    /// The final shutdown at the end of a schedule.
+    pub(crate) fn shutdown(&self, recorder: &Recorder) {
+        let set = self.current();
+        recorder.record(Event::ClientDown {
+            client: set.tag.clone(),
+        });
+        set.shutdown();
+    }
+}
+
+/// Builds one client per server, each reporting lost locks into the
+/// history under the set's tag (`/s1`, `/s2` for the other servers).
+fn build_set(
+    tag: &str,
+    urls: &[String],
+    prefix: &Arc<str>,
+    recorder: &Recorder,
+) -> redhold::Result<ClientSet> {
+    let mut clients: Vec<Client> = Vec::with_capacity(urls.len());
+    for (i, url) in urls.iter().enumerate() {
+        let client_tag = if i == 0 {
+            tag.to_owned()
+        } else {
+            format!("{tag}/s{i}")
+        };
+        let callback_recorder = recorder.clone();
+        let built = Client::builder()
+            .url(url.as_str())
+            .watchdog_timeout(WATCHDOG)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .response_timeout(RESPONSE_TIMEOUT)
+            .retry_attempts(RETRY_ATTEMPTS)
+            .retry_delay(RETRY_DELAY)
+            .fair_wait_timeout(FAIR_WAIT)
+            .on_lock_lost(move |name| {
+                callback_recorder.record(Event::Lost {
+                    client: client_tag.clone(),
+                    name: name.to_owned(),
+                })
+            })
+            .build();
+        match built {
+            Ok(client) => clients.push(client),
+            Err(e) => {
+                for client in &clients {
+                    let _ = client.shutdown();
+                }
+                return Err(e);
+            }
+        }
+    }
+    let ids = clients
+        .iter()
+        .map(|c| c.id().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    recorder.record(Event::ClientUp {
+        client: tag.to_owned(),
+        ids,
+    });
+    Ok(ClientSet {
+        tag: tag.to_owned(),
+        clients,
+        prefix: Arc::clone(prefix),
+    })
+}
+
+/// What an actor is started with.
+#[derive(Debug, Clone)]
+pub(crate) struct ActorSpec {
+    pub(crate) id: ActorId,
+    pub(crate) label: String,
+    /// The schedule's seed; the actor uses stream `id + 1` of it.
+    pub(crate) seed: u64,
+    pub(crate) slot: Arc<ClientSlot>,
+    pub(crate) recorder: Recorder,
+    pub(crate) interrupts: Arc<Interrupter>,
+    pub(crate) stop: Arc<AtomicBool>,
+}
+
+/// Starts an actor thread; it returns how many operations it ran. A panic
+/// (of the library or of the actor) is recorded as a flag, so the oracle
+/// reports it.
+pub(crate) fn spawn(spec: ActorSpec) -> JoinHandle<u64> {
+    thread::Builder::new()
+        .name(format!("model-{}", spec.label))
+        .spawn(move || {
+            let (recorder, actor) = (spec.recorder.clone(), spec.id);
+            match catch_unwind(AssertUnwindSafe(|| Actor::new(spec).run())) {
+                Ok(ops) => ops,
+                Err(panic) => {
+                    let text = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .unwrap_or_default();
+                    recorder.record(Event::Flag {
+                        actor,
+                        text: format!("the actor thread panicked: {text}"),
+                    });
+                    0
+                }
+            }
+        })
+        .expect("spawn an actor")
+}
+
+/// One guard (or leaked hold) an actor keeps.
+#[derive(Debug)]
+struct Held {
+    hold: HoldId,
+    target: Target,
+    /// `None` once leaked.
+    guard: Option<AnyGuard>,
+    set: Arc<ClientSet>,
+    lease: Option<Duration>,
+    /// When the acquire was called (local clock).
+    called: Instant,
+    /// When the acquire returned (local clock).
+    entered: Instant,
+    /// A `HeldFalse` or a flag was recorded already.
+    reported: bool,
+}
+
+/// One thread of lock operations. Guards are `!Send`, so an actor is built
+/// on its own thread and never leaves it.
+struct Actor {
+    spec: ActorSpec,
+    rng: Rng,
+    held: Vec<Held>,
+    next_op: u64,
+    next_hold: u64,
+    ops: u64,
+}
+
+impl Actor {
+    fn new(spec: ActorSpec) -> Actor {
+        let rng = Rng::stream(spec.seed, u64::from(spec.id) + 1);
+        Actor {
+            spec,
+            rng,
+            held: Vec::new(),
+            next_op: 0,
+            next_hold: 0,
+            ops: 0,
+        }
+    }
+
+    fn record(&self, event: Event) {
+        self.spec.recorder.record(event);
+    }
+
+    fn run(mut self) -> u64 {
+        self.record(Event::Actor {
+            actor: self.spec.id,
+            label: self.spec.label.clone(),
+        });
+        while !self.spec.stop.load(Ordering::SeqCst) {
+            self.spec.slot.revive();
+            self.watch_guards();
+            let mut op_rng = Rng::new(self.rng.next_u64());
+            let op = ops::choose(&mut op_rng, &self.view());
+            self.perform(op);
+            self.ops += 1;
+        }
+        // Wind down: release everything, in a random order.
+        while !self.held.is_empty() {
+            self.watch_guards();
+            let index = self.rng.below(self.held.len() as u64) as usize;
+            self.release(index, false);
+        }
+        self.record(Event::Done {
+            actor: self.spec.id,
+            ops: self.ops,
+        });
+        self.ops
+    }
+
+    fn view(&self) -> Vec<HeldView> {
+        self.held
+            .iter()
+            .map(|h| HeldView {
+                target: h.target.clone(),
+                leased: h.lease.is_some(),
+                has_guard: h.guard.is_some(),
+            })
+            .collect()
+    }
+
+    /// Asks every guard whether it believes it still holds its lock: a
+    /// watched guard that turns false reports a loss; a leased guard that
+    /// still says true after its lease ran out (by our clock, which started
+    /// after the library's) is wrong.
+    fn watch_guards(&mut self) {
+        let now = Instant::now();
+        let mut events = Vec::new();
+        for h in &mut self.held {
+            let Some(guard) = &h.guard else { continue };
+            if h.reported {
+                continue;
+            }
+            let held = guard.is_held();
+            match h.lease {
+                None if !held => {
+                    h.reported = true;
+                    events.push(Event::HeldFalse {
+                        actor: self.spec.id,
+                        hold: h.hold,
+                    });
+                }
+                Some(lease) if held && now > h.entered + lease + Duration::from_millis(1) => {
+                    h.reported = true;
+                    events.push(Event::Flag {
+                        actor: self.spec.id,
+                        text: format!(
+                            "guard.is_held() is true {} ms after the {} ms lease of hold #{} \
+                             ran out (counted from when its acquire returned)",
+                            (now - h.entered - lease).as_millis(),
+                            lease.as_millis(),
+                            h.hold
+                        ),
+                    });
+                }
+                _ => {}
+            }
+        }
+        for event in events {
+            self.record(event);
+        }
+    }
+
+    fn perform(&mut self, op: Op) {
+        match op {
+            Op::Acquire {
+                target,
+                method,
+                reentrant,
+            } => self.acquire(target, method, reentrant),
+            Op::Release { index, drop } => self.release(index, drop),
+            Op::Leak { index } => {
+                if let Some(guard) = self.held[index].guard.take() {
+                    if let Err(guard) = guard.leak() {
+                        self.held[index].guard = Some(guard);
+                    }
+                }
+            }
+            Op::StaleLease {
+                index,
+                reacquire,
+                extra,
+            } => self.stale_lease(index, reacquire, extra),
+            Op::Work(pause) => thread::sleep(pause),
+            Op::ForceUnlock(target) => {
+                let set = self.spec.slot.current();
+                self.record(Event::ForceStart {
+                    actor: self.spec.id,
+                    kind: target.kind,
+                    names: target.joined(),
+                });
+                let result = match targets::force_unlock(&set, &target) {
+                    Ok(deleted) => deleted.to_string(),
+                    Err(e) => targets::error_word(&e),
+                };
+                self.record(Event::ForceEnd {
+                    actor: self.spec.id,
+                    result,
+                });
+            }
+            Op::Check {
+                kind,
+                name,
+                as_bool,
+            } => self.check(kind, name, as_bool),
+            Op::Peek { kind, name } => {
+                let _ = targets::peek(&self.spec.slot.current(), kind, name);
+            }
+            Op::RestartClient => self.spec.slot.restart(&self.spec.recorder),
+        }
+    }
+
+    fn acquire(&mut self, target: Target, method: Method, reentrant: bool) {
+        let set = self.spec.slot.current();
+        let method = targets::effective(target.kind, method);
+        let op = (u64::from(self.spec.id) << 32) | self.next_op;
+        self.next_op += 1;
+        self.record(Event::Call {
+            actor: self.spec.id,
+            op,
+            client: set.tag.clone(),
+            kind: target.kind,
+            names: target.joined(),
+            method: method.label(),
+            lease_ms: method.lease().map_or(0, |l| l.as_millis() as u64),
+            wait_ms: method.wait().map_or(-1, |w| w.as_millis() as i64),
+            reentrant,
+        });
+        let called = Instant::now();
+        match targets::acquire(&set, &target, method, &self.spec.interrupts) {
+            Ok(Some(guard)) => {
+                let entered = Instant::now();
+                let hold = (u64::from(self.spec.id) << 32) | self.next_hold;
+                self.next_hold += 1;
+                self.record(Event::Enter {
+                    actor: self.spec.id,
+                    op,
+                    hold,
+                    token: guard.token().unwrap_or(0),
+                });
+                self.held.push(Held {
+                    hold,
+                    target,
+                    guard: Some(guard),
+                    set,
+                    lease: method.lease(),
+                    called,
+                    entered,
+                    reported: false,
+                });
+            }
+            Ok(None) => self.record(Event::Miss {
+                actor: self.spec.id,
+                op,
+                outcome: "busy".into(),
+            }),
+            Err(e) => self.record(Event::Miss {
+                actor: self.spec.id,
+                op,
+                outcome: targets::error_word(&e),
+            }),
+        }
+    }
+
+    /// Ends the section of held guard `index` and releases it.
+    fn release(&mut self, index: usize, drop_it: bool) {
+        let h = self.held.remove(index);
+        let actor = self.spec.id;
+        match h.guard {
+            Some(guard) => {
+                self.record(Event::Exit {
+                    actor,
+                    hold: h.hold,
+                    how: if drop_it { "drop" } else { "unlock" }.into(),
+                    held: guard.is_held(),
+                });
+                let result = if drop_it {
+                    drop(guard);
+                    "dropped".to_owned()
+                } else {
+                    targets::outcome(&guard.unlock())
+                };
+                self.record(Event::Released {
+                    actor,
+                    hold: h.hold,
+                    result,
+                });
+            }
+            // `Lock::unlock()` releases *a* hold of the thread: once a leaked
+            // lease may have run out, it could only hit another hold, so a
+            // careful caller (this one) does not call it then.
+            None if h
+                .lease
+                .is_some_and(|l| Instant::now() + LEAK_MARGIN >= h.called + l) =>
+            {
+                self.record(Event::Exit {
+                    actor,
+                    hold: h.hold,
+                    how: "leaked lease ran out (not unlocked)".into(),
+                    held: false,
+                });
+                self.record(Event::Released {
+                    actor,
+                    hold: h.hold,
+                    result: "skipped".into(),
+                });
+            }
+            None => {
+                self.record(Event::Exit {
+                    actor,
+                    hold: h.hold,
+                    how: "Lock::unlock (leaked guard)".into(),
+                    held: true,
+                });
+                let result = targets::unlock_leaked(&h.set, h.target.kind, h.target.names[0]);
+                self.record(Event::Released {
+                    actor,
+                    hold: h.hold,
+                    result: targets::outcome(&result),
+                });
+            }
+        }
+    }
+
+    /// Keeps a leased guard past its lease, maybe takes the lock again,
+    /// then unlocks the stale guard.
+    fn stale_lease(&mut self, index: usize, reacquire: Option<Method>, extra: Duration) {
+        let (hold, target, due) = {
+            let h = &self.held[index];
+            let lease = h.lease.unwrap_or_default();
+            (h.hold, h.target.clone(), h.entered + lease + extra)
+        };
+        thread::sleep(due.saturating_duration_since(Instant::now()));
+        if let Some(method) = reacquire {
+            self.acquire(target, method, true);
+        }
+        if let Some(index) = self.held.iter().position(|h| h.hold == hold) {
+            self.release(index, false);
+        }
+    }
+
+    fn check(&mut self, kind: Kind, name: &'static str, as_bool: bool) {
+        let set = self.spec.slot.current();
+        self.record(Event::Probe {
+            actor: self.spec.id,
+        });
+        if let Ok(observed) = targets::hold_count(&set, kind, name, as_bool) {
+            self.record(Event::Count {
+                actor: self.spec.id,
+                client: set.tag.clone(),
+                kind,
+                name: name.to_owned(),
+                what: if as_bool {
+                    "is_held_by_current_thread"
+                } else {
+                    "hold_count"
+                }
+                .into(),
+                observed,
+            });
+        }
+    }
+}

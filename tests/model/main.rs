@@ -1,0 +1,154 @@
+//! A seeded, randomized, model-based checker: it looks for the next "two
+//! holders" bug before a user does.
+//!
+//! Each *schedule* starts three `redis-server`s and runs actors (threads of
+//! three or four clients, part of them in child processes) that pick lock
+//! operations at random from their own seeded stream: every lock kind on a
+//! few names each, acquires with and without leases (re-entrant ones too),
+//! releases in any order, leaks, stale leased guards, force-unlocks,
+//! interruptible waits, client restarts; and, in half of the schedules, a
+//! fault thread that kills connections, stalls and restarts servers. Every
+//! critical section is recorded in one history; afterwards the oracle
+//! (`oracle.rs`) checks mutual exclusion, losses, fencing tokens, hold
+//! counts, liveness, and the end state in Redis (`leftovers.rs`).
+//!
+//! Running it:
+//!
+//! - `cargo test --test model`: schedules of about 10 s filling a 50 s
+//!   budget, seeds derived from a clock-based master seed; all are printed.
+//! - `REDHOLD_MODEL_SEED=<seed>`: replays one schedule (mode included: the
+//!   seed's top two bits say whether faults and child processes take part).
+//!   Each actor draws the same operations again; the threads' timing is the
+//!   machine's, so a replay reproduces a failure often, not always.
+//! - `REDHOLD_MODEL_SECS=<s>`: the budget (one schedule's length is at most
+//!   10 s); `REDHOLD_MODEL_MASTER_SEED=<seed>` fixes the master seed;
+//!   `REDHOLD_MODEL_KEEP_GOING=1` runs every schedule after a failing one.
+//!
+//! On a violation the test fails and prints the seed, the rule broken, the
+//! holds involved, likely causes, and an excerpt of the history.
+
+#[path = "../support/child.rs"]
+mod child;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod actors;
+mod children;
+mod config;
+mod faults;
+mod history;
+mod joins;
+mod leftovers;
+mod model;
+mod ops;
+mod oracle;
+mod report;
+mod rng;
+mod schedule;
+mod targets;
+mod wire;
+
+use std::io::Write;
+use std::time::Instant;
+
+use config::Plan;
+
+/// Writes to the real stderr, past the test harness's capture, so the
+/// summary shows in every `cargo test` run.
+fn say(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.write_all(b"\n");
+}
+
+#[test]
+fn no_two_holders_in_random_schedules() {
+    let plan = Plan::from_env();
+    let started = Instant::now();
+    say(&match plan.master {
+        Some(master) => format!(
+            "model: master seed {master} ({}={master} repeats this run), {} schedule(s) of {:?}",
+            config::MASTER_ENV,
+            plan.schedules.len(),
+            plan.schedules[0].run_for
+        ),
+        None => format!("model: replaying seed {}", plan.schedules[0].seed),
+    });
+    let mut outcomes = Vec::new();
+    for spec in &plan.schedules {
+        let offset = started.elapsed().as_secs_f64();
+        let outcome = schedule::run(spec);
+        say(&format!(
+            "model: {} (at {:.1} s)",
+            outcome.summary,
+            started.elapsed().as_secs_f64()
+        ));
+        for (kind, secs, calls) in &outcome.firsts {
+            say(&format!(
+                "model:   first {kind}: {secs:.2} s into schedule {} ({:.2} s into the run), \
+                 after {calls} acquire calls",
+                spec.index,
+                offset + secs
+            ));
+        }
+        let failed = !outcome.found.is_empty();
+        outcomes.push(outcome);
+        if failed && !plan.keep_going {
+            break;
+        }
+    }
+    let mut report = String::new();
+    let mut violations = 0;
+    let mut ops = 0;
+    for outcome in &mut outcomes {
+        ops += outcome.ops;
+        let leftovers = outcome
+            .leftovers
+            .take()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| vec!["end-state check panicked".into()])
+            })
+            .unwrap_or_default();
+        let count = outcome.found.len() + leftovers.len();
+        if count == 0 {
+            continue;
+        }
+        violations += count;
+        report.push_str(&format!(
+            "\n=== schedule {} seed {} ({}): {count} violation(s){} -- replay with {}={}\n",
+            outcome.spec.index,
+            outcome.spec.seed,
+            outcome.spec.mode(),
+            outcome
+                .first_violation
+                .map(|t| format!(", the first {t:.2} s into the schedule"))
+                .unwrap_or_default(),
+            config::SEED_ENV,
+            outcome.spec.seed
+        ));
+        report.push_str(&outcome.report);
+        for problem in leftovers {
+            report.push_str(&format!("[LEFTOVER] {problem}\n"));
+        }
+    }
+    let seeds: Vec<String> = outcomes.iter().map(|o| o.spec.seed.to_string()).collect();
+    say(&format!(
+        "model: {} schedule(s), seeds [{}], {ops} ops, {violations} violation(s), {:.1} s",
+        outcomes.len(),
+        seeds.join(", "),
+        started.elapsed().as_secs_f64()
+    ));
+    assert!(violations == 0, "model checker found violations:{report}");
+}
+
+/// A child process of a schedule with processes; does nothing otherwise.
+#[test]
+fn model_child() {
+    let Ok(text) = std::env::var(children::CHILD_ENV) else {
+        return;
+    };
+    let spec = children::ChildSpec::decode(&text)
+        .unwrap_or_else(|| panic!("malformed {}: {text:?}", children::CHILD_ENV));
+    children::child_main(spec);
+}

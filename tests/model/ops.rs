@@ -1,0 +1,333 @@
+//! The operation mix: what an actor does next, drawn from its random stream
+//! and what it holds. Every operation draws from a generator seeded by one
+//! value of the actor's stream, so the k-th operation of an actor always
+//! starts from the same draw, however the threads interleave.
+//!
+//! The mix leans on the patterns that have broken locks before: re-entering
+//! a held lock with a lease and dropping the inner hold first (the lease
+//! must not cut the outer hold short), keeping a leased guard past its
+//! lease and re-acquiring before unlocking it (the stale guard must not
+//! release the new hold), releases in any order, force-unlocks, and client
+//! restarts under held guards.
+
+use std::time::Duration;
+
+use crate::config::LEASE_MS;
+use crate::rng::Rng;
+use crate::targets::{Kind, Method, Target};
+
+/// The most guards an actor holds at once.
+const MAX_HELD: usize = 4;
+
+/// What an actor does next.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    /// Acquire `target`; `reentrant` when the actor already holds it.
+    Acquire {
+        target: Target,
+        method: Method,
+        reentrant: bool,
+    },
+    /// Release held guard number `index` (any order): `unlock()`, or a
+    /// plain drop with `drop`.
+    Release { index: usize, drop: bool },
+    /// Give guard `index` up with `leak()`; released later by `Lock::unlock`.
+    Leak { index: usize },
+    /// Keep leased guard `index` until its lease ran out plus `extra`,
+    /// optionally acquire the same lock again first, then unlock the stale
+    /// guard.
+    StaleLease {
+        index: usize,
+        reacquire: Option<Method>,
+        extra: Duration,
+    },
+    /// Work inside (or between) critical sections.
+    Work(Duration),
+    /// `force_unlock` whoever holds it.
+    ForceUnlock(Target),
+    /// `hold_count()` (or `is_held_by_current_thread()` with `as_bool`).
+    Check {
+        kind: Kind,
+        name: &'static str,
+        as_bool: bool,
+    },
+    /// `is_locked()` and `remaining_lease()`, not judged.
+    Peek { kind: Kind, name: &'static str },
+    /// Shut the actor's client set down and build a new one.
+    RestartClient,
+}
+
+/// What the chooser needs to know about one held guard.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldView {
+    pub(crate) target: Target,
+    pub(crate) leased: bool,
+    /// False once the guard was leaked.
+    pub(crate) has_guard: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Choice {
+    Acquire,
+    Release,
+    Leak,
+    Stale,
+    Work,
+    Force,
+    Check,
+    Peek,
+    Restart,
+}
+
+/// Draws the next operation.
+pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
+    let holding = !held.is_empty();
+    let leased: Vec<usize> = (0..held.len())
+        .filter(|&i| held[i].leased && held[i].has_guard)
+        .collect();
+    let table: Vec<(u64, Choice)> = if holding {
+        vec![
+            (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
+            (330, Choice::Release),
+            (20, Choice::Leak),
+            (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),
+            (120, Choice::Work),
+            (5, Choice::Force),
+            (80, Choice::Check),
+            (15, Choice::Peek),
+            (2, Choice::Restart),
+        ]
+    } else {
+        vec![
+            (820, Choice::Acquire),
+            (40, Choice::Work),
+            (8, Choice::Force),
+            (60, Choice::Check),
+            (30, Choice::Peek),
+            (3, Choice::Restart),
+        ]
+    };
+    match rng.weighted(&table) {
+        Choice::Acquire => acquire(rng, held),
+        Choice::Release => Op::Release {
+            index: rng.below(held.len() as u64) as usize,
+            drop: rng.chance(30),
+        },
+        Choice::Leak => Op::Leak {
+            index: rng.below(held.len() as u64) as usize,
+        },
+        Choice::Stale => {
+            let index = *rng.pick(&leased);
+            // Re-acquiring without a bound only when nothing else is held:
+            // an actor never waits without a bound while it holds a lock,
+            // so actors cannot deadlock on each other.
+            let alone = held.len() == 1;
+            let reacquire = rng.chance(65).then(|| stale_reacquire(rng, alone));
+            Op::StaleLease {
+                index,
+                reacquire,
+                extra: rng.millis(10, 150),
+            }
+        }
+        Choice::Work => Op::Work(if holding {
+            rng.millis(0, 250)
+        } else {
+            rng.millis(0, 30)
+        }),
+        Choice::Force => Op::ForceUnlock(any_target(rng)),
+        Choice::Check => {
+            let singles: Vec<&HeldView> = held.iter().filter(|h| h.target.kind.single()).collect();
+            let (kind, name) = if !singles.is_empty() && rng.chance(75) {
+                let h = rng.pick(&singles);
+                (h.target.kind, h.target.names[0])
+            } else {
+                let kind = *rng.pick(&[
+                    Kind::Plain,
+                    Kind::Fair,
+                    Kind::Fenced,
+                    Kind::Spin,
+                    Kind::Read,
+                    Kind::Write,
+                ]);
+                (kind, *rng.pick(kind.names()))
+            };
+            Op::Check {
+                kind,
+                name,
+                as_bool: rng.chance(30),
+            }
+        }
+        Choice::Peek => {
+            let target = any_target(rng);
+            Op::Peek {
+                kind: target.kind,
+                name: target.names[0],
+            }
+        }
+        Choice::Restart => Op::RestartClient,
+    }
+}
+
+/// A random lock of a random kind (a multi-lock over 2 or 3 plain names).
+fn any_target(rng: &mut Rng) -> Target {
+    let kind = rng.weighted(&[
+        (16, Kind::Plain),
+        (12, Kind::Fair),
+        (12, Kind::Fenced),
+        (10, Kind::Spin),
+        (10, Kind::Read),
+        (10, Kind::Write),
+        (10, Kind::Multi),
+        (8, Kind::Red),
+    ]);
+    let names = if kind == Kind::Multi {
+        let mut all = kind.names().to_vec();
+        // Fisher-Yates, then keep 2 or 3: the acquire order varies too.
+        for i in (1..all.len()).rev() {
+            all.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        all.truncate(rng.range(2, 3) as usize);
+        all
+    } else {
+        vec![*rng.pick(kind.names())]
+    };
+    Target { kind, names }
+}
+
+fn lease(rng: &mut Rng) -> Duration {
+    rng.millis(LEASE_MS.0, LEASE_MS.1)
+}
+
+/// An acquire: a lock the actor holds (re-entry) or any other.
+fn acquire(rng: &mut Rng, held: &[HeldView]) -> Op {
+    if !held.is_empty() && rng.chance(45) {
+        let mut target = rng.pick(held).target.clone();
+        // A writer may also read (downgrade); a reader asking to write is
+        // refused, which is worth checking now and then.
+        match target.kind {
+            Kind::Write if rng.chance(35) => target.kind = Kind::Read,
+            Kind::Read if rng.chance(10) => target.kind = Kind::Write,
+            _ => {}
+        }
+        let reentrant = held.iter().any(|h| h.target == target);
+        let method = if rng.chance(45) {
+            // The classic: an inner hold with a lease and no wait.
+            Method::TryForLease(Duration::ZERO, lease(rng))
+        } else {
+            method(rng, true)
+        };
+        return Op::Acquire {
+            target,
+            method,
+            reentrant,
+        };
+    }
+    let target = any_target(rng);
+    let reentrant = held.iter().any(|h| h.target == target);
+    Op::Acquire {
+        method: method(rng, held.is_empty() || reentrant),
+        target,
+        reentrant,
+    }
+}
+
+/// An acquire method; unbounded waits only when `may_block`.
+fn method(rng: &mut Rng, may_block: bool) -> Method {
+    #[derive(Clone, Copy)]
+    enum M {
+        Lock,
+        LockLease,
+        Try,
+        TryFor,
+        TryForLease,
+        Intr,
+        IntrLease,
+    }
+    let table: &[(u64, M)] = if may_block {
+        &[
+            (14, M::Lock),
+            (14, M::LockLease),
+            (12, M::Try),
+            (14, M::TryFor),
+            (22, M::TryForLease),
+            (12, M::Intr),
+            (12, M::IntrLease),
+        ]
+    } else {
+        &[
+            (25, M::Try),
+            (25, M::TryFor),
+            (30, M::TryForLease),
+            (10, M::Intr),
+            (10, M::IntrLease),
+        ]
+    };
+    let trigger_max = if may_block { 1500 } else { 300 };
+    match rng.weighted(table) {
+        M::Lock => Method::Lock,
+        M::LockLease => Method::LockLease(lease(rng)),
+        M::Try => Method::TryLock,
+        M::TryFor => Method::TryFor(rng.millis(1, 400)),
+        M::TryForLease => Method::TryForLease(rng.millis(0, 400), lease(rng)),
+        M::Intr => Method::Interruptibly(rng.millis(5, trigger_max)),
+        M::IntrLease => Method::InterruptiblyLease(rng.millis(5, trigger_max), lease(rng)),
+    }
+}
+
+/// How a stale guard's lock is taken again before the stale unlock.
+fn stale_reacquire(rng: &mut Rng, may_block: bool) -> Method {
+    if may_block && rng.chance(50) {
+        if rng.chance(50) {
+            Method::Lock
+        } else {
+            Method::LockLease(lease(rng))
+        }
+    } else {
+        match rng.below(3) {
+            0 => Method::TryLock,
+            1 => Method::TryFor(rng.millis(50, 300)),
+            _ => Method::TryForLease(rng.millis(0, 300), lease(rng)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mix_reaches_the_known_bad_patterns() {
+        let mut rng = Rng::new(42);
+        let outer = HeldView {
+            target: Target {
+                kind: Kind::Plain,
+                names: vec!["p0"],
+            },
+            leased: false,
+            has_guard: true,
+        };
+        let leased = HeldView {
+            leased: true,
+            ..outer.clone()
+        };
+        let (mut inner_lease, mut stale_then_lock) = (0, 0);
+        for _ in 0..2000 {
+            if let Op::Acquire {
+                reentrant: true,
+                method: Method::TryForLease(wait, _),
+                ..
+            } = choose(&mut rng, std::slice::from_ref(&outer))
+            {
+                inner_lease += usize::from(wait.is_zero());
+            }
+            if let Op::StaleLease {
+                reacquire: Some(_), ..
+            } = choose(&mut rng, std::slice::from_ref(&leased))
+            {
+                stale_then_lock += 1;
+            }
+        }
+        assert!(inner_lease > 50, "{inner_lease}");
+        assert!(stale_then_lock > 50, "{stale_then_lock}");
+    }
+}

@@ -1,0 +1,861 @@
+//! The oracle: what must hold of every history, and the documented limits
+//! that excuse a breach.
+//!
+//! | check | rule | excused by |
+//! |---|---|---|
+//! | two holders | valid intervals of different holders on one name never overlap (readers may share) | a server restart in either session (documented: no persistence); a hold that was reported lost under a stall |
+//! | lost while healthy | a watched hold is never reported lost, a leased one never before its lease ran out | a stall (`DEBUG SLEEP` + [`FAULT_TAIL`](crate::config::FAULT_TAIL)), restart or force-unlock in its session; its client shut down. Killed connections excuse nothing: every command is retried at once |
+//! | fencing | a token is larger than every token handed out before its acquire was called | a restart of the server in between (documented) |
+//! | hold count | `hold_count()` / `is_held_by_current_thread()` match the held guards | leases close to their end, faults, force-unlocks, failed acquires or releases nearby |
+//! | loss noticed | a watched guard learns of a restart or force-unlock within a watchdog timeout | re-acquiring in between (documented) |
+//! | liveness | a waiter never waits more than [`LIVENESS_BOUND`] while the lock is free (counting every TTL a release may have left behind) | faults, force-unlocks; for fair locks also client shutdowns and failed waits (dead queue entries) |
+//!
+//! Every breach becomes a [`Violation`]; every excused one is counted.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::config::{FAIR_WAIT, LIVENESS_BOUND, WATCHDOG};
+use crate::history::{ActorId, HoldId};
+use crate::model::{Hold, Model};
+use crate::report;
+use crate::targets::Kind;
+
+/// What kind of promise a violation breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Class {
+    /// Two holders, a lost lock, a fencing token out of order.
+    Safety,
+    /// The library's answers disagree with the model.
+    Model,
+    /// A waiter kept waiting for a free lock.
+    Liveness,
+    /// A hang or a broken run.
+    Robustness,
+}
+
+impl Class {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Class::Safety => "SAFETY",
+            Class::Model => "MODEL",
+            Class::Liveness => "LIVENESS",
+            Class::Robustness => "ROBUSTNESS",
+        }
+    }
+}
+
+/// One broken rule, with what is needed to show it.
+#[derive(Debug, Clone)]
+pub(crate) struct Violation {
+    pub(crate) class: Class,
+    /// A short rule name, the same for every breach of the rule.
+    pub(crate) rule: &'static str,
+    /// One line.
+    pub(crate) title: String,
+    /// Further lines (the holds involved, likely causes).
+    pub(crate) details: Vec<String>,
+    /// When it happened (for the excerpt).
+    pub(crate) at: Instant,
+    /// What the excerpt should show.
+    pub(crate) names: Vec<String>,
+    pub(crate) actors: Vec<ActorId>,
+    pub(crate) holds: Vec<HoldId>,
+}
+
+/// The oracle's findings on one history.
+#[derive(Debug, Default)]
+pub(crate) struct Verdict {
+    pub(crate) violations: Vec<Violation>,
+    /// Breaches a documented limit excuses: reason → count.
+    pub(crate) excused: BTreeMap<String, u64>,
+    /// Probes compared / skipped as ambiguous.
+    pub(crate) probes_checked: u64,
+    pub(crate) probes_skipped: u64,
+}
+
+impl Verdict {
+    fn excuse(&mut self, reason: impl Into<String>) {
+        *self.excused.entry(reason.into()).or_default() += 1;
+    }
+}
+
+/// Judges the model.
+pub(crate) fn judge(m: &Model) -> Verdict {
+    let mut v = Verdict::default();
+    two_holders(m, &mut v);
+    lost_while_healthy(m, &mut v);
+    fencing(m, &mut v);
+    hold_counts(m, &mut v);
+    loss_noticed(m, &mut v);
+    liveness(m, &mut v);
+    for (at, actor, text) in &m.flags {
+        v.violations.push(Violation {
+            class: Class::Model,
+            rule: "actor check",
+            title: format!("{}: {text}", m.label(*actor)),
+            details: Vec::new(),
+            at: *at,
+            names: Vec::new(),
+            actors: vec![*actor],
+            holds: Vec::new(),
+        });
+    }
+    v.violations.sort_by_key(|x| (x.at, x.class));
+    v
+}
+
+fn family_of_fault(kind: &str) -> &str {
+    if kind.starts_with("sleep") {
+        "sleep"
+    } else {
+        kind
+    }
+}
+
+/// Two holders on one name at once. One violation per earlier hold and
+/// name, listing every later hold that overlapped it.
+fn two_holders(m: &Model, v: &mut Verdict) {
+    let mut per_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, h) in m.holds.iter().enumerate() {
+        if h.valid_end > h.enter {
+            for name in &h.names {
+                per_name.entry(name).or_default().push(i);
+            }
+        }
+    }
+    let mut names: Vec<_> = per_name.into_iter().collect();
+    names.sort();
+    for (name, mut list) in names {
+        list.sort_by_key(|&i| m.holds[i].enter);
+        let mut active: Vec<usize> = Vec::new();
+        let mut overlapped: Vec<(usize, Vec<usize>)> = Vec::new();
+        for &b in &list {
+            let hb = &m.holds[b];
+            active.retain(|&a| m.holds[a].valid_end > hb.enter);
+            for &a in &active {
+                let ha = &m.holds[a];
+                if !ha.other_holder(hb) || !ha.mode().conflicts(hb.mode()) {
+                    continue;
+                }
+                if let Some(reason) = overlap_excuse(ha, hb) {
+                    v.excuse(reason);
+                    continue;
+                }
+                match overlapped.iter_mut().find(|(x, _)| *x == a) {
+                    Some((_, later)) => later.push(b),
+                    None => overlapped.push((a, vec![b])),
+                }
+            }
+            active.push(b);
+        }
+        for (a, later) in overlapped {
+            let ha = &m.holds[a];
+            let hb = &m.holds[later[0]];
+            let until = ha.valid_end.min(hb.valid_end);
+            let mut details = vec![
+                format!("first:  {}", report::describe(m, ha)),
+                format!("second: {}", report::describe(m, hb)),
+            ];
+            for &o in &later[1..] {
+                let ho = &m.holds[o];
+                details.push(format!(
+                    "also overlapped by #{} ({}) from {}",
+                    report::hold_id(ho.id),
+                    m.label(ho.actor),
+                    m.time(ho.enter)
+                ));
+            }
+            for h in [ha, hb] {
+                details.extend(report::patterns(m, h, hb.enter));
+            }
+            let mut actors = vec![ha.actor];
+            actors.extend(later.iter().map(|&o| m.holds[o].actor));
+            actors.dedup();
+            v.violations.push(Violation {
+                class: Class::Safety,
+                rule: "two holders",
+                title: format!(
+                    "two holders on lock {name}: hold #{} ({} {}) and hold #{} ({} {}) were both \
+                     valid for {:.1} ms from {}{}",
+                    report::hold_id(ha.id),
+                    m.label(ha.actor),
+                    ha.kind.as_str(),
+                    report::hold_id(hb.id),
+                    m.label(hb.actor),
+                    hb.kind.as_str(),
+                    until.saturating_duration_since(hb.enter).as_secs_f64() * 1000.0,
+                    m.time(hb.enter),
+                    if later.len() > 1 {
+                        format!(
+                            " (and {} more holds overlapped #{})",
+                            later.len() - 1,
+                            report::hold_id(ha.id)
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+                details,
+                at: hb.enter,
+                names: vec![name.to_owned()],
+                actors,
+                holds: std::iter::once(ha.id)
+                    .chain(later.iter().map(|&o| m.holds[o].id))
+                    .collect(),
+            });
+        }
+    }
+}
+
+/// Why an overlap is allowed, if it is.
+fn overlap_excuse(a: &Hold, b: &Hold) -> Option<String> {
+    if a.restart.is_some() || b.restart.is_some() {
+        return Some("overlap: a server restart wiped a held lock (documented limit)".into());
+    }
+    for h in [a, b] {
+        if let (Some(_), Some((kind, _, _))) = (h.loss, &h.faulted) {
+            return Some(format!(
+                "overlap: one hold was lost under a {} fault and the loss was reported",
+                family_of_fault(kind)
+            ));
+        }
+    }
+    None
+}
+
+/// A hold reported lost although nothing disturbed it.
+fn lost_while_healthy(m: &Model, v: &mut Verdict) {
+    for h in &m.holds {
+        let Some((at, how)) = h.loss else { continue };
+        if h.restart.is_some() {
+            v.excuse("loss: server restart (documented limit)");
+            continue;
+        }
+        if h.forced.is_some() {
+            v.excuse("loss: force_unlock");
+            continue;
+        }
+        if let Some((kind, _, _)) = &h.faulted {
+            v.excuse(format!(
+                "loss of a {} hold under a {} fault",
+                if h.lease.is_some() {
+                    "leased"
+                } else {
+                    "watched"
+                },
+                family_of_fault(kind)
+            ));
+            continue;
+        }
+        if h.down.is_some_and(|d| d <= at) {
+            v.excuse("loss: after its client was shut down");
+            continue;
+        }
+        let rule = if h.lease.is_some() {
+            "leased hold lost early"
+        } else {
+            "watched hold lost"
+        };
+        let mut details = vec![format!("hold: {}", report::describe(m, h))];
+        details.extend(report::patterns(m, h, at));
+        v.violations.push(Violation {
+            class: Class::Safety,
+            rule,
+            title: format!(
+                "{rule}: hold #{} ({}, {} {}) was reported lost at {} ({how}) with no fault, \
+                 restart, force_unlock or shutdown in its session",
+                report::hold_id(h.id),
+                m.label(h.actor),
+                h.kind.as_str(),
+                h.names.join("+"),
+                m.time(at)
+            ),
+            details,
+            at,
+            names: h.names.clone(),
+            actors: vec![h.actor],
+            holds: vec![h.id],
+        });
+    }
+}
+
+/// Fencing tokens grow with the order of acquires.
+fn fencing(m: &Model, v: &mut Verdict) {
+    let mut per_name: HashMap<&str, Vec<&Hold>> = HashMap::new();
+    for h in m.holds.iter().filter(|h| h.kind == Kind::Fenced) {
+        per_name.entry(&h.names[0]).or_default().push(h);
+    }
+    for (name, mut list) in per_name {
+        list.sort_by_key(|h| h.enter);
+        let mut reported = 0;
+        for (i, b) in list.iter().enumerate() {
+            let mut excused = false;
+            for a in &list[..i] {
+                if a.enter >= b.call || a.token < b.token {
+                    continue;
+                }
+                let restarted = m.faults.iter().any(|f| {
+                    f.kind == "restart" && f.server == 0 && f.start < b.enter && f.end > a.call
+                });
+                if restarted {
+                    excused = true;
+                    continue;
+                }
+                reported += 1;
+                if reported > 3 {
+                    continue;
+                }
+                v.violations.push(Violation {
+                    class: Class::Safety,
+                    rule: "fencing token",
+                    title: format!(
+                        "fencing token on fenced {name} did not grow: hold #{} got {} and hold \
+                         #{}, called after it returned, got {}",
+                        report::hold_id(a.id),
+                        a.token,
+                        report::hold_id(b.id),
+                        b.token
+                    ),
+                    details: vec![
+                        format!("earlier: {}", report::describe(m, a)),
+                        format!("later:   {}", report::describe(m, b)),
+                    ],
+                    at: b.enter,
+                    names: vec![name.to_owned()],
+                    actors: vec![a.actor, b.actor],
+                    holds: vec![a.id, b.id],
+                });
+            }
+            if excused {
+                v.excuse("fencing token reset by a server restart (documented limit)");
+            }
+        }
+    }
+}
+
+/// Whether a release's outcome is known (so the hold is surely gone).
+fn settled(h: &Hold) -> bool {
+    matches!(h.result.as_str(), "ok" | "lost" | "not-held" | "dropped")
+}
+
+/// `hold_count()` and `is_held_by_current_thread()` against the model.
+fn hold_counts(m: &Model, v: &mut Verdict) {
+    let margin = Duration::from_millis(100);
+    for p in &m.probes {
+        let mode = p.kind.mode();
+        let relevant: Vec<&Hold> = m
+            .by_actor
+            .get(&p.actor)
+            .into_iter()
+            .flatten()
+            .map(|&i| &m.holds[i])
+            .filter(|h| h.client == p.client && h.mode() == mode && h.names.contains(&p.name))
+            .filter(|h| h.enter <= p.start)
+            .collect();
+        let present: Vec<&&Hold> = relevant
+            .iter()
+            .filter(|h| h.exit.is_none_or(|e| e > p.at))
+            .collect();
+        let since = present
+            .iter()
+            .map(|h| h.session_start)
+            .min()
+            .unwrap_or(p.start)
+            .min(p.start)
+            .checked_sub(WATCHDOG + Duration::from_secs(1))
+            .unwrap_or(m.t0);
+        let ambiguous = present.iter().any(|h| {
+            h.restart.is_some()
+                || h.faulted.is_some()
+                || h.forced.is_some()
+                || h.loss.is_some_and(|(t, _)| t <= p.at)
+                || h.deadline().is_some_and(|d| d <= p.at + margin)
+        }) || relevant.iter().any(|h| {
+            h.exit.is_some_and(|e| e <= p.at)
+                && (!settled(h) || h.released.is_none_or(|r| r > p.start))
+                && h.lingers_until(m.end) > since
+        }) || relevant.iter().any(|h| {
+            // A leased hold released after its lease ran out: what the
+            // release did to a count that other holds of the session kept
+            // alive depends on the library's choice (refuse, or decrement).
+            h.exit.is_some_and(|e| e <= p.at && e > since) && h.stale_release()
+        }) || m
+            .faults
+            .iter()
+            .any(|f| f.server == 0 && f.start < p.at && f.tail() + WATCHDOG > since)
+            || m.failed.iter().any(|(at, actor, client, names)| {
+                *actor == p.actor
+                    && *client == p.client
+                    && names.contains(&p.name)
+                    && *at > since
+                    && *at <= p.at
+            })
+            || m.forces.iter().any(|f| {
+                f.kind.family() == p.kind.family()
+                    && f.names.contains(&p.name)
+                    && f.end > since
+                    && f.start < p.at
+            });
+        if ambiguous {
+            v.probes_skipped += 1;
+            continue;
+        }
+        v.probes_checked += 1;
+        let expected = present.len() as u32;
+        let (expected_shown, matches) = if p.what == "hold_count" {
+            (expected, p.observed == expected)
+        } else {
+            (
+                u32::from(expected > 0),
+                p.observed == u32::from(expected > 0),
+            )
+        };
+        if matches {
+            continue;
+        }
+        let mut details: Vec<String> = present
+            .iter()
+            .map(|h| format!("held: {}", report::describe(m, h)))
+            .collect();
+        for h in &present {
+            details.extend(report::patterns(m, h, p.at));
+        }
+        v.violations.push(Violation {
+            class: Class::Model,
+            rule: "hold count",
+            title: format!(
+                "{} asked {}() of {} {} at {} and got {}; its held guards say {}",
+                m.label(p.actor),
+                p.what,
+                p.kind.as_str(),
+                p.name,
+                m.time(p.at),
+                p.observed,
+                expected_shown
+            ),
+            details,
+            at: p.at,
+            names: vec![p.name.clone()],
+            actors: vec![p.actor],
+            holds: present.iter().map(|h| h.id).collect(),
+        });
+    }
+}
+
+/// A watched guard must learn that its lock was wiped (restart) or
+/// force-unlocked within about one watchdog timeout.
+fn loss_noticed(m: &Model, v: &mut Verdict) {
+    let grace = WATCHDOG + Duration::from_millis(800);
+    for h in &m.holds {
+        let (Some(exit), Some(true)) = (h.exit, h.held_at_exit) else {
+            continue;
+        };
+        if h.down.is_some_and(|d| d + grace <= exit) && h.lease.is_none() {
+            // After `Client::shutdown` nothing renews or checks the hold:
+            // the guard keeps believing. Counted, not judged (see the
+            // report: the documentation only says the lock expires).
+            v.excuse("is_held() still true over a watchdog timeout after Client::shutdown");
+            continue;
+        }
+        if h.lease.is_some() || h.kind == Kind::Red || h.down.is_some_and(|d| d <= exit) {
+            continue;
+        }
+        let restarts = m
+            .faults
+            .iter()
+            .filter(|f| f.kind == "restart" && f.server == 0 && f.start > h.enter && f.end < exit)
+            .map(|f| (f.end, "a restart of its server"));
+        let forces = m
+            .forces
+            .iter()
+            .filter(|f| {
+                f.kind.family() == h.kind.family()
+                    && f.names.iter().any(|n| h.names.contains(n))
+                    && f.start > h.enter
+                    && f.end < exit
+            })
+            .map(|f| (f.end, "force_unlock"));
+        let Some((gone, what)) = restarts.chain(forces).min_by_key(|(t, _)| *t) else {
+            continue;
+        };
+        if exit < gone + grace {
+            continue;
+        }
+        // Taking the lock again shares the hold count (documented), and
+        // other faults may delay the watchdog's round trip.
+        let retaken = m
+            .by_actor
+            .get(&h.actor)
+            .into_iter()
+            .flatten()
+            .map(|&i| &m.holds[i])
+            .any(|o| {
+                o.client == h.client
+                    && o.names.iter().any(|n| h.names.contains(n))
+                    && o.call >= gone.checked_sub(Duration::from_secs(1)).unwrap_or(gone)
+                    && o.call <= exit
+            });
+        let disturbed = m
+            .faults
+            .iter()
+            .any(|f| f.server == 0 && f.end > gone && f.start < exit && f.kind != "restart");
+        if retaken || disturbed {
+            v.excuse("loss not yet noticed: re-acquired or further faults");
+            continue;
+        }
+        v.violations.push(Violation {
+            class: Class::Model,
+            rule: "loss not noticed",
+            title: format!(
+                "hold #{} ({}) still had is_held() == true at its exit {} ms after {what} \
+                 removed its lock at {}",
+                report::hold_id(h.id),
+                m.label(h.actor),
+                (exit - gone).as_millis(),
+                m.time(gone)
+            ),
+            details: vec![format!("hold: {}", report::describe(m, h))],
+            at: exit,
+            names: h.names.clone(),
+            actors: vec![h.actor],
+            holds: vec![h.id],
+        });
+    }
+}
+
+/// A waiter must get a free lock within the bound.
+fn liveness(m: &Model, v: &mut Verdict) {
+    for w in &m.waits {
+        if !w.kind.single() || w.end.saturating_duration_since(w.start) <= LIVENESS_BOUND {
+            continue;
+        }
+        let name = &w.names[0];
+        let mode = w.kind.mode();
+        let mut busy: Vec<(Instant, Instant)> = m
+            .sessions
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|s| (s.actor != w.actor || s.client != w.client) && s.mode.conflicts(mode))
+            .filter(|s| s.start < w.end && s.busy_until > w.start)
+            .map(|s| (s.start.max(w.start), s.busy_until.min(w.end)))
+            .collect();
+        busy.sort();
+        let mut gaps = Vec::new();
+        let mut cursor = w.start;
+        for (s, e) in busy {
+            if s > cursor {
+                gaps.push((cursor, s));
+            }
+            cursor = cursor.max(e);
+        }
+        if w.end > cursor {
+            gaps.push((cursor, w.end));
+        }
+        let tail = Model::fair_tail(w.kind);
+        for (a, b) in gaps {
+            if b - a <= LIVENESS_BOUND {
+                continue;
+            }
+            let faulted = m
+                .faults
+                .iter()
+                .any(|f| f.server == 0 && f.start < b && f.tail() + tail > a);
+            let forced = m.forces.iter().any(|f| {
+                f.kind.family() == w.kind.family()
+                    && f.names.contains(name)
+                    && f.start < b
+                    && f.end + WATCHDOG + tail > a
+            });
+            let dead_waiter = w.kind == Kind::Fair
+                && (m
+                    .downs
+                    .values()
+                    .any(|d| *d < b && *d + WATCHDOG + FAIR_WAIT + tail > a)
+                    || m.failed.iter().any(|(at, _, _, names)| {
+                        names.contains(name) && *at < b && *at + tail > a
+                    }));
+            if faulted || forced || dead_waiter {
+                v.excuse(format!(
+                    "liveness: a waiter on a free {} lock, after a {}",
+                    w.kind.as_str(),
+                    if faulted {
+                        "fault"
+                    } else if forced {
+                        "force_unlock"
+                    } else {
+                        "client shutdown or failed wait (dead fair waiter)"
+                    }
+                ));
+                continue;
+            }
+            v.violations.push(Violation {
+                class: Class::Liveness,
+                rule: "waiter starved",
+                title: format!(
+                    "{} waited in {} on {} {name} from {} to {} ({}); the lock was free from \
+                     {} to {} ({} ms, bound {} ms)",
+                    m.label(w.actor),
+                    w.method,
+                    w.kind.as_str(),
+                    m.time(w.start),
+                    m.time(w.end),
+                    w.outcome,
+                    m.time(a),
+                    m.time(b),
+                    (b - a).as_millis(),
+                    LIVENESS_BOUND.as_millis()
+                ),
+                details: vec![format!(
+                    "free means: no other holder's session (acquire call to release, plus the \
+                     TTL when a release's outcome is unknown) on {name} in a conflicting mode"
+                )],
+                at: a + LIVENESS_BOUND,
+                names: vec![name.clone()],
+                actors: vec![w.actor],
+                holds: Vec::new(),
+            });
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Event, Stamped};
+
+    /// Builds a history from `(ms since start, event)` pairs.
+    struct Script {
+        t0: Instant,
+        events: Vec<Stamped>,
+        next_op: u64,
+    }
+
+    impl Script {
+        fn new() -> Script {
+            Script {
+                t0: Instant::now(),
+                events: Vec::new(),
+                next_op: 0,
+            }
+        }
+
+        fn at(&mut self, ms: u64, event: Event) -> &mut Script {
+            self.events.push(Stamped {
+                at: self.t0 + Duration::from_millis(ms),
+                event,
+            });
+            self
+        }
+
+        /// A hold by `actor` on `kind names` from `call` to `exit` (then
+        /// released with `result`); returns its id.
+        #[allow(clippy::too_many_arguments)]
+        fn hold(
+            &mut self,
+            actor: ActorId,
+            kind: Kind,
+            names: &str,
+            lease_ms: u64,
+            call: u64,
+            exit: u64,
+            result: &str,
+            token: u64,
+        ) -> HoldId {
+            self.next_op += 1;
+            let op = self.next_op;
+            let hold = (u64::from(actor) << 32) | op;
+            self.at(
+                call,
+                Event::Call {
+                    actor,
+                    op,
+                    client: format!("c{actor}#0"),
+                    kind,
+                    names: names.into(),
+                    method: "lock()".into(),
+                    lease_ms,
+                    wait_ms: -1,
+                    reentrant: false,
+                },
+            )
+            .at(
+                call,
+                Event::Enter {
+                    actor,
+                    op,
+                    hold,
+                    token,
+                },
+            )
+            .at(
+                exit,
+                Event::Exit {
+                    actor,
+                    hold,
+                    how: "unlock".into(),
+                    held: true,
+                },
+            )
+            .at(
+                exit,
+                Event::Released {
+                    actor,
+                    hold,
+                    result: result.into(),
+                },
+            );
+            hold
+        }
+
+        fn judge(&mut self) -> Verdict {
+            self.events.sort_by_key(|e| e.at);
+            let model = Model::build(&self.events, self.t0, "x");
+            judge(&model)
+        }
+    }
+
+    fn rules(v: &Verdict) -> Vec<&'static str> {
+        v.violations.iter().map(|x| x.rule).collect()
+    }
+
+    #[test]
+    fn overlapping_holders_are_caught_and_sequential_ones_pass() {
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 0, 0, 100, "ok", 0);
+        s.hold(2, Kind::Plain, "p0", 0, 100, 200, "ok", 0);
+        assert!(s.judge().violations.is_empty());
+        s.hold(3, Kind::Plain, "p0", 0, 150, 250, "ok", 0);
+        assert_eq!(rules(&s.judge()), ["two holders"]);
+    }
+
+    #[test]
+    fn a_lease_ends_the_hold_and_a_restart_excuses_an_overlap() {
+        let mut s = Script::new();
+        // Lease of 100 ms counted from the call: over before the other comes.
+        s.hold(1, Kind::Plain, "p0", 100, 0, 300, "lost", 0);
+        s.hold(2, Kind::Plain, "p0", 0, 120, 200, "ok", 0);
+        assert!(s.judge().violations.is_empty());
+
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 0, 0, 300, "lost", 0);
+        s.hold(2, Kind::Plain, "p0", 0, 120, 200, "ok", 0);
+        s.at(
+            50,
+            Event::FaultStart {
+                server: 0,
+                kind: "restart".into(),
+            },
+        )
+        .at(
+            80,
+            Event::FaultEnd {
+                server: 0,
+                kind: "restart".into(),
+            },
+        );
+        let verdict = s.judge();
+        assert!(verdict.violations.is_empty(), "{:?}", rules(&verdict));
+        assert!(!verdict.excused.is_empty());
+    }
+
+    #[test]
+    fn readers_share_and_writers_do_not() {
+        let mut s = Script::new();
+        s.hold(1, Kind::Read, "w0", 0, 0, 100, "ok", 0);
+        s.hold(2, Kind::Read, "w0", 0, 50, 150, "ok", 0);
+        assert!(s.judge().violations.is_empty());
+        s.hold(3, Kind::Write, "w0", 0, 120, 200, "ok", 0);
+        assert_eq!(rules(&s.judge()), ["two holders"]);
+    }
+
+    #[test]
+    fn a_watched_loss_needs_a_cause() {
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 0, 0, 500, "lost", 0);
+        assert_eq!(rules(&s.judge()), ["watched hold lost"]);
+        s.at(
+            100,
+            Event::FaultStart {
+                server: 0,
+                kind: "sleep-300ms".into(),
+            },
+        )
+        .at(
+            400,
+            Event::FaultEnd {
+                server: 0,
+                kind: "sleep-300ms".into(),
+            },
+        );
+        assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
+    fn fencing_tokens_must_grow() {
+        let mut s = Script::new();
+        s.hold(1, Kind::Fenced, "t0", 0, 0, 100, "ok", 5);
+        s.hold(2, Kind::Fenced, "t0", 0, 100, 200, "ok", 4);
+        assert_eq!(rules(&s.judge()), ["fencing token"]);
+    }
+
+    #[test]
+    fn hold_counts_are_compared_unless_a_lease_is_about_to_end() {
+        let probe = |s: &mut Script, at: u64, observed: u32| {
+            s.at(at, Event::Probe { actor: 1 }).at(
+                at,
+                Event::Count {
+                    actor: 1,
+                    client: "c1#0".into(),
+                    kind: Kind::Plain,
+                    name: "p0".into(),
+                    what: "hold_count".into(),
+                    observed,
+                },
+            );
+        };
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 0, 0, 1000, "ok", 0);
+        probe(&mut s, 500, 1);
+        assert!(s.judge().violations.is_empty());
+        probe(&mut s, 600, 0);
+        assert_eq!(rules(&s.judge()), ["hold count"]);
+
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 650, 0, 1000, "lost", 0);
+        probe(&mut s, 600, 0);
+        assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
+    fn a_waiter_must_get_a_free_lock() {
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 0, 0, 100, "ok", 0);
+        s.at(
+            50,
+            Event::Call {
+                actor: 2,
+                op: 99,
+                client: "c2#0".into(),
+                kind: Kind::Plain,
+                names: "p0".into(),
+                method: "lock()".into(),
+                lease_ms: 0,
+                wait_ms: -1,
+                reentrant: false,
+            },
+        );
+        s.at(
+            5000,
+            Event::Enter {
+                actor: 2,
+                op: 99,
+                hold: (2 << 32) | 99,
+                token: 0,
+            },
+        );
+        assert_eq!(rules(&s.judge()), ["waiter starved"]);
+    }
+}

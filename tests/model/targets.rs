@@ -1,0 +1,511 @@
+//! What actors lock: the lock kinds, their few names (so contention is
+//! high), the acquire methods, and one guard type over every kind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redhold::{
+    Client, Error, Fair, Fenced, Lock, LockGuard, LockKind, MultiLock, MultiLockGuard, Read,
+    RedLock, RedLockGuard, Reentrant, Spin, Write,
+};
+
+use crate::actors::Interrupter;
+
+/// The kinds of lock the checker drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    Plain,
+    Fair,
+    Fenced,
+    Spin,
+    Read,
+    Write,
+    /// A `MultiLock` over some of the plain names.
+    Multi,
+    /// A `RedLock` over one name on three servers.
+    Red,
+}
+
+/// How a hold excludes others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Mode {
+    Exclusive,
+    Read,
+    Write,
+}
+
+impl Mode {
+    /// Whether holds of these modes by different holders exclude each other.
+    pub(crate) fn conflicts(self, other: Mode) -> bool {
+        !(self == Mode::Read && other == Mode::Read)
+    }
+}
+
+impl Kind {
+    /// Every kind, in wire order.
+    pub(crate) const ALL: [Kind; 8] = [
+        Kind::Plain,
+        Kind::Fair,
+        Kind::Fenced,
+        Kind::Spin,
+        Kind::Read,
+        Kind::Write,
+        Kind::Multi,
+        Kind::Red,
+    ];
+
+    /// A short word for logs and the wire.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain",
+            Kind::Fair => "fair",
+            Kind::Fenced => "fenced",
+            Kind::Spin => "spin",
+            Kind::Read => "read",
+            Kind::Write => "write",
+            Kind::Multi => "multi",
+            Kind::Red => "red",
+        }
+    }
+
+    /// The kind called `word`.
+    pub(crate) fn parse(word: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == word)
+    }
+
+    /// How its holds exclude others.
+    pub(crate) fn mode(self) -> Mode {
+        match self {
+            Kind::Read => Mode::Read,
+            Kind::Write => Mode::Write,
+            _ => Mode::Exclusive,
+        }
+    }
+
+    /// The short names of this kind's locks (the run's key prefix goes in
+    /// front). A multi-lock takes two or three of the plain names, so it
+    /// contends with plain holders; read and write share theirs.
+    pub(crate) fn names(self) -> &'static [&'static str] {
+        match self {
+            Kind::Plain | Kind::Multi => &["p0", "p1", "p2"],
+            Kind::Fair => &["f0", "f1"],
+            Kind::Fenced => &["t0", "t1"],
+            Kind::Spin => &["s0", "s1"],
+            Kind::Read | Kind::Write => &["w0", "w1"],
+            Kind::Red => &["r0", "r1"],
+        }
+    }
+
+    /// Whether `Lock::hold_count` applies (single-name kinds).
+    pub(crate) fn single(self) -> bool {
+        !matches!(self, Kind::Multi | Kind::Red)
+    }
+
+    /// Which force-unlocks cut holds of this kind: one on the same name of
+    /// a kind in the same family.
+    pub(crate) fn family(self) -> u8 {
+        match self {
+            Kind::Plain | Kind::Multi => 0,
+            Kind::Fair => 1,
+            Kind::Fenced => 2,
+            Kind::Spin => 3,
+            Kind::Read | Kind::Write => 4,
+            Kind::Red => 5,
+        }
+    }
+
+    /// The servers its locks live on (0 is the main server).
+    pub(crate) fn servers(self) -> &'static [u8] {
+        match self {
+            Kind::Red => &[0, 1, 2],
+            _ => &[0],
+        }
+    }
+}
+
+/// One lock (or set of locks, for a multi-lock) an actor acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) kind: Kind,
+    /// Short names; several only for [`Kind::Multi`], in acquire order.
+    pub(crate) names: Vec<&'static str>,
+}
+
+impl Target {
+    /// The names joined by `+`, as on the wire.
+    pub(crate) fn joined(&self) -> String {
+        self.names.join("+")
+    }
+}
+
+/// How an acquire is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    Lock,
+    LockLease(Duration),
+    TryLock,
+    TryFor(Duration),
+    TryForLease(Duration, Duration),
+    /// `lock_interruptibly`, with a trigger from another thread after the delay.
+    Interruptibly(Duration),
+    /// `lock_interruptibly_with_lease(trigger delay, lease)`.
+    InterruptiblyLease(Duration, Duration),
+}
+
+impl Method {
+    /// The lease, if any (`None`: watched by the watchdog).
+    pub(crate) fn lease(self) -> Option<Duration> {
+        match self {
+            Method::LockLease(l) | Method::TryForLease(_, l) | Method::InterruptiblyLease(_, l) => {
+                Some(l)
+            }
+            _ => None,
+        }
+    }
+
+    /// How long the call may wait: `None` for an unbounded wait (an
+    /// interruptible one ends when its trigger fires, but is waited like
+    /// one).
+    pub(crate) fn wait(self) -> Option<Duration> {
+        match self {
+            Method::TryLock => Some(Duration::ZERO),
+            Method::TryFor(w) | Method::TryForLease(w, _) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The call as code, e.g. `try_lock_for_with_lease(0ms, 200ms)`.
+    pub(crate) fn label(self) -> String {
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        match self {
+            Method::Lock => "lock()".into(),
+            Method::LockLease(l) => format!("lock_with_lease({})", ms(l)),
+            Method::TryLock => "try_lock()".into(),
+            Method::TryFor(w) => format!("try_lock_for({})", ms(w)),
+            Method::TryForLease(w, l) => format!("try_lock_for_with_lease({}, {})", ms(w), ms(l)),
+            Method::Interruptibly(d) => format!("lock_interruptibly(trigger after {})", ms(d)),
+            Method::InterruptiblyLease(d, l) => format!(
+                "lock_interruptibly_with_lease(trigger after {}, {})",
+                ms(d),
+                ms(l)
+            ),
+        }
+    }
+}
+
+/// The clients of one client slot: the main one and, for red locks, one on
+/// each of the two other servers. They are shut down and rebuilt together.
+#[derive(Debug)]
+pub(crate) struct ClientSet {
+    /// `c1#0`: client slot and generation (`p1.c0#2` in a child process).
+    pub(crate) tag: String,
+    /// Every server's client, the main server's first.
+    pub(crate) clients: Vec<Client>,
+    /// The run's key prefix.
+    pub(crate) prefix: Arc<str>,
+}
+
+impl ClientSet {
+    fn full(&self, short: &str) -> String {
+        format!("{}:{short}", self.prefix)
+    }
+
+    fn lock<K: LockKind>(&self, short: &str, make: fn(&Client, String) -> Lock<K>) -> Lock<K> {
+        make(&self.clients[0], self.full(short))
+    }
+
+    fn red(&self, short: &str) -> RedLock {
+        RedLock::new(
+            self.clients
+                .iter()
+                .map(|c| c.lock(self.full(short)))
+                .collect(),
+        )
+    }
+
+    fn multi(&self, names: &[&str]) -> MultiLock {
+        MultiLock::new(
+            names
+                .iter()
+                .map(|n| self.clients[0].lock(self.full(n)))
+                .collect(),
+        )
+    }
+
+    /// Shuts every client down.
+    pub(crate) fn shutdown(&self) {
+        for client in &self.clients {
+            let _ = client.shutdown();
+        }
+    }
+}
+
+fn plain(c: &Client, n: String) -> Lock<Reentrant> {
+    c.lock(n)
+}
+fn fair(c: &Client, n: String) -> Lock<Fair> {
+    c.fair_lock(n)
+}
+fn fenced(c: &Client, n: String) -> Lock<Fenced> {
+    c.fenced_lock(n)
+}
+fn spin(c: &Client, n: String) -> Lock<Spin> {
+    c.spin_lock(n)
+}
+fn read(c: &Client, n: String) -> Lock<Read> {
+    c.read_write_lock(n).read()
+}
+fn write(c: &Client, n: String) -> Lock<Write> {
+    c.read_write_lock(n).write()
+}
+
+/// A held guard of any kind.
+#[derive(Debug)]
+pub(crate) enum AnyGuard {
+    Plain(LockGuard<Reentrant>),
+    Fair(LockGuard<Fair>),
+    Fenced(LockGuard<Fenced>),
+    Spin(LockGuard<Spin>),
+    Read(LockGuard<Read>),
+    Write(LockGuard<Write>),
+    Multi(MultiLockGuard),
+    Red(RedLockGuard),
+}
+
+/// Runs `$body` with `$g` bound to the guard, whatever its kind.
+macro_rules! each_guard {
+    ($guard:expr, $g:ident => $body:expr) => {
+        match $guard {
+            AnyGuard::Plain($g) => $body,
+            AnyGuard::Fair($g) => $body,
+            AnyGuard::Fenced($g) => $body,
+            AnyGuard::Spin($g) => $body,
+            AnyGuard::Read($g) => $body,
+            AnyGuard::Write($g) => $body,
+            AnyGuard::Multi($g) => $body,
+            AnyGuard::Red($g) => $body,
+        }
+    };
+}
+
+impl AnyGuard {
+    /// The guard's own belief that it holds the lock.
+    pub(crate) fn is_held(&self) -> bool {
+        each_guard!(self, g => g.is_held())
+    }
+
+    /// Releases and reports how it went.
+    pub(crate) fn unlock(self) -> redhold::Result<()> {
+        each_guard!(self, g => g.unlock())
+    }
+
+    /// The fencing token, for a fenced lock.
+    pub(crate) fn token(&self) -> Option<u64> {
+        match self {
+            AnyGuard::Fenced(g) => Some(g.token()),
+            _ => None,
+        }
+    }
+
+    /// Gives the hold up without releasing it (single-name kinds only);
+    /// hands the guard back when the kind cannot leak.
+    pub(crate) fn leak(self) -> Result<(), AnyGuard> {
+        match self {
+            AnyGuard::Plain(g) => g.leak(),
+            AnyGuard::Fair(g) => g.leak(),
+            AnyGuard::Fenced(g) => g.leak(),
+            AnyGuard::Spin(g) => g.leak(),
+            AnyGuard::Read(g) => g.leak(),
+            AnyGuard::Write(g) => g.leak(),
+            other => return Err(other),
+        }
+        Ok(())
+    }
+}
+
+/// Calls `method` on one lock.
+fn take<K: LockKind>(
+    lock: &Lock<K>,
+    method: Method,
+    interrupts: &Interrupter,
+) -> redhold::Result<Option<LockGuard<K>>> {
+    match method {
+        Method::Lock => lock.lock().map(Some),
+        Method::LockLease(lease) => lock.lock_with_lease(lease).map(Some),
+        Method::TryLock => lock.try_lock(),
+        Method::TryFor(wait) => lock.try_lock_for(wait),
+        Method::TryForLease(wait, lease) => lock.try_lock_for_with_lease(wait, lease),
+        Method::Interruptibly(after) => {
+            let interrupt = interrupts.arm(after);
+            lock.lock_interruptibly(&interrupt).map(Some)
+        }
+        Method::InterruptiblyLease(after, lease) => {
+            let interrupt = interrupts.arm(after);
+            lock.lock_interruptibly_with_lease(&interrupt, lease)
+                .map(Some)
+        }
+    }
+}
+
+/// Acquires `target` with `method` on the client set.
+pub(crate) fn acquire(
+    set: &ClientSet,
+    target: &Target,
+    method: Method,
+    interrupts: &Interrupter,
+) -> redhold::Result<Option<AnyGuard>> {
+    let name = target.names[0];
+    match target.kind {
+        Kind::Plain => Ok(take(&set.lock(name, plain), method, interrupts)?.map(AnyGuard::Plain)),
+        Kind::Fair => Ok(take(&set.lock(name, fair), method, interrupts)?.map(AnyGuard::Fair)),
+        Kind::Fenced => {
+            Ok(take(&set.lock(name, fenced), method, interrupts)?.map(AnyGuard::Fenced))
+        }
+        Kind::Spin => Ok(take(&set.lock(name, spin), method, interrupts)?.map(AnyGuard::Spin)),
+        Kind::Read => Ok(take(&set.lock(name, read), method, interrupts)?.map(AnyGuard::Read)),
+        Kind::Write => Ok(take(&set.lock(name, write), method, interrupts)?.map(AnyGuard::Write)),
+        Kind::Multi => {
+            let multi = set.multi(&target.names);
+            let guard = match method {
+                Method::Lock => multi.lock().map(Some),
+                Method::LockLease(lease) => multi.lock_with_lease(lease).map(Some),
+                Method::TryLock => multi.try_lock(),
+                Method::TryFor(wait) => multi.try_lock_for(wait),
+                Method::TryForLease(wait, lease) => multi.try_lock_for_with_lease(wait, lease),
+                Method::Interruptibly(after) | Method::InterruptiblyLease(after, _) => {
+                    let interrupt = interrupts.arm(after);
+                    multi.lock_interruptibly(&interrupt).map(Some)
+                }
+            }?;
+            Ok(guard.map(AnyGuard::Multi))
+        }
+        Kind::Red => {
+            let red = set.red(name);
+            let guard = match method {
+                Method::Lock => red.lock().map(Some),
+                Method::LockLease(lease) => red.lock_with_lease(lease).map(Some),
+                Method::TryLock => red.try_lock(),
+                Method::TryFor(wait) => red.try_lock_for(wait),
+                Method::TryForLease(wait, lease) => red.try_lock_for_with_lease(wait, lease),
+                Method::Interruptibly(after) | Method::InterruptiblyLease(after, _) => {
+                    let interrupt = interrupts.arm(after);
+                    red.lock_interruptibly(&interrupt).map(Some)
+                }
+            }?;
+            Ok(guard.map(AnyGuard::Red))
+        }
+    }
+}
+
+/// The method a kind really runs: multi-locks and red locks have no
+/// interruptible call with a lease, so they get the one without.
+pub(crate) fn effective(kind: Kind, method: Method) -> Method {
+    match (kind, method) {
+        (Kind::Multi | Kind::Red, Method::InterruptiblyLease(after, _)) => {
+            Method::Interruptibly(after)
+        }
+        _ => method,
+    }
+}
+
+/// `force_unlock` on the target (a red lock: on each server).
+pub(crate) fn force_unlock(set: &ClientSet, target: &Target) -> redhold::Result<bool> {
+    let name = target.names[0];
+    match target.kind {
+        Kind::Plain => set.lock(name, plain).force_unlock(),
+        Kind::Fair => set.lock(name, fair).force_unlock(),
+        Kind::Fenced => set.lock(name, fenced).force_unlock(),
+        Kind::Spin => set.lock(name, spin).force_unlock(),
+        Kind::Read => set.lock(name, read).force_unlock(),
+        Kind::Write => set.lock(name, write).force_unlock(),
+        Kind::Multi => set.multi(&target.names).force_unlock(),
+        Kind::Red => {
+            let mut any = false;
+            for client in &set.clients {
+                any |= client.lock(set.full(name)).force_unlock()?;
+            }
+            Ok(any)
+        }
+    }
+}
+
+/// `hold_count()` (or, with `as_bool`, `is_held_by_current_thread()` as
+/// 0 or 1) of a single-name kind.
+pub(crate) fn hold_count(
+    set: &ClientSet,
+    kind: Kind,
+    name: &str,
+    as_bool: bool,
+) -> redhold::Result<u32> {
+    fn ask<K: LockKind>(lock: Lock<K>, as_bool: bool) -> redhold::Result<u32> {
+        if as_bool {
+            lock.is_held_by_current_thread().map(u32::from)
+        } else {
+            lock.hold_count()
+        }
+    }
+    match kind {
+        Kind::Plain | Kind::Multi => ask(set.lock(name, plain), as_bool),
+        Kind::Fair => ask(set.lock(name, fair), as_bool),
+        Kind::Fenced => ask(set.lock(name, fenced), as_bool),
+        Kind::Spin => ask(set.lock(name, spin), as_bool),
+        Kind::Read => ask(set.lock(name, read), as_bool),
+        Kind::Write => ask(set.lock(name, write), as_bool),
+        Kind::Red => ask(set.lock(name, plain), as_bool),
+    }
+}
+
+/// `is_locked()` and `remaining_lease()`: exercised, not judged (another
+/// holder may change the answer at any moment).
+pub(crate) fn peek(set: &ClientSet, kind: Kind, name: &str) -> redhold::Result<()> {
+    fn both<K: LockKind>(lock: Lock<K>) -> redhold::Result<()> {
+        lock.is_locked()?;
+        lock.remaining_lease()?;
+        Ok(())
+    }
+    match kind {
+        Kind::Fair => both(set.lock(name, fair)),
+        Kind::Fenced => both(set.lock(name, fenced)),
+        Kind::Spin => both(set.lock(name, spin)),
+        Kind::Read => both(set.lock(name, read)),
+        Kind::Write => both(set.lock(name, write)),
+        _ => both(set.lock(name, plain)),
+    }
+}
+
+/// `Lock::unlock()` for a hold whose guard was leaked.
+pub(crate) fn unlock_leaked(set: &ClientSet, kind: Kind, name: &str) -> redhold::Result<()> {
+    match kind {
+        Kind::Fair => set.lock(name, fair).unlock(),
+        Kind::Fenced => set.lock(name, fenced).unlock(),
+        Kind::Spin => set.lock(name, spin).unlock(),
+        Kind::Read => set.lock(name, read).unlock(),
+        Kind::Write => set.lock(name, write).unlock(),
+        _ => set.lock(name, plain).unlock(),
+    }
+}
+
+/// A short word for how a call ended.
+pub(crate) fn outcome(result: &redhold::Result<()>) -> String {
+    match result {
+        Ok(()) => "ok".into(),
+        Err(e) => error_word(e),
+    }
+}
+
+/// A short word for an error: `lost`, `interrupted`, `shutdown`, … or
+/// `error:<text>`.
+pub(crate) fn error_word(e: &Error) -> String {
+    match e {
+        Error::LockLost { .. } => "lost".into(),
+        Error::Interrupted { .. } => "interrupted".into(),
+        Error::Shutdown => "shutdown".into(),
+        Error::NotHeld { .. } => "not-held".into(),
+        Error::UpgradeNotSupported { .. } => "upgrade-refused".into(),
+        other => {
+            let text = other.to_string();
+            let short: String = text.chars().take(80).collect();
+            format!("error:{short}")
+        }
+    }
+}
