@@ -229,12 +229,25 @@ impl RedLock {
         let mut guards = Vec::with_capacity(self.locks.len());
         let mut unsure = Vec::new();
         let mut refused = 0;
+        // Servers that can never grant the lock (their client is shut down,
+        // or the name holds another kind there), and the first such error.
+        let mut hopeless = (0, None);
         for lock in &self.locks {
             match lock.acquire(lease, Some(Duration::ZERO), None) {
                 Ok(Some(guard)) => guards.push(guard),
                 Ok(None) => refused += 1,
                 Err(e @ (Error::InvalidArgument { .. } | Error::InvalidName { .. })) => {
-                    return Err(e)
+                    let _ = release_all(guards);
+                    release_unsure(unsure);
+                    return Err(e);
+                }
+                Err(
+                    e @ (Error::Shutdown | Error::ForkedProcess { .. } | Error::WrongKind { .. }),
+                ) => {
+                    // Nothing was sent (or nothing was changed): not unsure.
+                    refused += 1;
+                    hopeless.0 += 1;
+                    hopeless.1.get_or_insert(e);
                 }
                 Err(e) => {
                     log::debug!("redhold RedLock: server of {:?} failed: {e}", lock.client());
@@ -253,7 +266,12 @@ impl RedLock {
         }
         let _ = release_all(guards);
         release_unsure(unsure);
-        Ok(None)
+        match hopeless {
+            // Too few servers left that could ever grant it: waiting on
+            // would never end.
+            (count, Some(e)) if self.locks.len() - count < quorum => Err(e),
+            _ => Ok(None),
+        }
     }
 }
 

@@ -174,3 +174,24 @@ fn validity_follows_the_watchdog_renewals() {
     );
     guard.unlock().unwrap();
 }
+
+/// A waiting `lock()` whose clients are shut down (too many of them for a
+/// majority) ends with `Shutdown` instead of trying forever; with enough
+/// clients left it still gets the lock.
+#[test]
+fn lock_ends_when_too_few_clients_are_left() {
+    let servers = servers(3);
+    let clients = clients(&servers);
+    clients[0].shutdown().unwrap();
+    let two_left = red_lock(&clients, "few-left");
+    drop(two_left.lock().expect("two of three servers are a majority"));
+
+    clients[1].shutdown().unwrap();
+    let one_left = red_lock(&clients, "few-left");
+    let waiter = bounded::spawn("red lock", move || one_left.lock().map(drop));
+    assert!(matches!(
+        waiter.join_within(Duration::from_secs(10)),
+        Err(redhold::Error::Shutdown)
+    ));
+    assert_eq!(locked_on(&servers, "few-left"), 0);
+}
