@@ -125,6 +125,14 @@ impl<K: LockKind> LockGuard<K> {
     /// Keeps the hold without a guard: it stays held (and renewed by the
     /// watchdog, if it has no lease) until the same thread calls
     /// [`Lock::unlock`].
+    ///
+    /// A leaked hold with a lease ends when the lock's key expires, which is
+    /// when its lease runs out only if the thread holds the lock no other
+    /// way meanwhile: Redis keeps one TTL per lock, and redhold never
+    /// shortens it while the thread holds the lock, so a leaked lease nested
+    /// in (or followed by) other holds of the same thread lasts as long as
+    /// they keep the key alive, as in Redisson. Release it with
+    /// [`Lock::unlock`] once the thread is done with it.
     pub fn leak(mut self) {
         self.done = true;
     }
