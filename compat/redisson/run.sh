@@ -30,7 +30,7 @@ jar="$driver_dir/target/redhold-compat-driver.jar"
 # driver or its pom changed since the last build.
 if [ ! -f "$jar" ] || [ -n "$(find "$driver_dir/pom.xml" "$driver_dir/src" -newer "$jar" -type f)" ]; then
     echo "== building the Redisson driver (Maven)"
-    mvn -B -q -f "$driver_dir/pom.xml" -DskipTests package
+    mvn -B -q -Dstyle.color=never -f "$driver_dir/pom.xml" -DskipTests package
 fi
 
 echo "== building the runner (cargo)"

@@ -12,11 +12,13 @@ use crate::side::{Kind, Op, Side};
 /// How long one mixed run may take before it counts as stuck.
 const LIMIT: Duration = Duration::from_secs(240);
 
-/// One thread's share: which side, which kind, how many sections.
+/// One thread's share: which side, which kind, how many sections, and the
+/// lock's name when it is not the check's own (a multi-lock's names).
 struct Worker<'a> {
     side: &'a dyn Side,
     kind: Kind,
     sections: usize,
+    name: Option<String>,
 }
 
 fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, String> {
@@ -28,7 +30,7 @@ fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, S
         .map(|(i, w)| {
             let op = Op::Hammer {
                 kind: w.kind,
-                name: name.clone(),
+                name: w.name.clone().unwrap_or_else(|| name.clone()),
                 n: w.sections,
                 prefix: prefix.clone(),
             };
@@ -90,6 +92,7 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
         side,
         kind,
         sections,
+        name: None,
     };
     report.check(
         format!("{} exclusion plain: 2 java + 2 rust threads", ctx.topo),
@@ -124,6 +127,22 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
                     w(r, Kind::Plain, n),
                 ],
             )
+        },
+    );
+    report.check(
+        format!("{} exclusion multi+plain: a multi-lock over two names and a plain lock on one of them, each side", ctx.topo),
+        || {
+            let n = 200;
+            let base = ctx.name("exclusion-multi");
+            let multi = format!("{base}-a,{base}-b");
+            let one = format!("{base}-b");
+            let named = |side, kind, name: &String| Worker {
+                side,
+                kind,
+                sections: n,
+                name: Some(name.clone()),
+            };
+            mixed(ctx, "multi", &[named(j, Kind::Multi, &multi), named(r, Kind::Multi, &multi), named(j, Kind::Plain, &one), named(r, Kind::Plain, &one)])
         },
     );
     report.check(
