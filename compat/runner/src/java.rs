@@ -193,5 +193,7 @@ impl Side for JavaDriver {
 impl Drop for JavaDriver {
     fn drop(&mut self) {
         self.kill();
+        // Its tail was printed if a check failed.
+        let _ = std::fs::remove_file(&self.log);
     }
 }
