@@ -30,7 +30,8 @@ jar="$driver_dir/target/redhold-compat-driver.jar"
 # driver or its pom changed since the last build.
 if [ ! -f "$jar" ] || [ -n "$(find "$driver_dir/pom.xml" "$driver_dir/src" -newer "$jar" -type f)" ]; then
     echo "== building the Redisson driver (Maven)"
-    mvn -B -q -Dstyle.color=never -f "$driver_dir/pom.xml" -DskipTests package
+    # (Debian's Maven 3.8 writes colour resets even with -B -q: strip them.)
+    mvn -B -q -f "$driver_dir/pom.xml" -DskipTests package 2>&1 | sed 's/\x1b\[[0-9;]*m//g'
 fi
 
 echo "== building the runner (cargo)"
