@@ -1,0 +1,321 @@
+package redhold.compat;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import org.redisson.Redisson;
+import org.redisson.api.RAtomicLong;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+import org.redisson.config.Config;
+
+/**
+ * Drives the real Redisson client for redhold's compat suite.
+ *
+ * <p>Usage: {@code java -jar redhold-compat-driver.jar (--single URL | --cluster URL,URL,...)
+ * --watchdog MS}. Prints {@code ready <redisson-id>} once connected, then reads one command
+ * a line on stdin:
+ *
+ * <pre>
+ *   ID SLOT OP ARGS...        ID ok START_US END_US [DATA...]   or   ID err MESSAGE
+ * </pre>
+ *
+ * <p>Every slot is a named Java thread of its own, created on first use; a slot runs its
+ * commands in order, so a {@code lock} that waits blocks its slot, never the command loop,
+ * and is answered once acquired. Reentrancy is per slot thread, as in real use. START_US and
+ * END_US are the wall-clock times (microseconds since the epoch) just before and just after
+ * the Redisson call, so the other side can time a wake-up from the moment the unlock began.
+ *
+ * <p>Kinds: {@code plain} (RLock), {@code fair} (RFairLock), {@code read} and {@code write}
+ * (RReadWriteLock), {@code fenced} (RFencedLock), {@code multi} (RedissonMultiLock over the
+ * plain locks named in NAME, comma separated). Lease and wait times are milliseconds; a
+ * lease of -1 or none means the watchdog keeps the lock alive.
+ *
+ * <pre>
+ *   lock KIND NAME [LEASE]                 -> [TOKEN]           (waits)
+ *   try-lock KIND NAME WAIT [LEASE]        -> true [TOKEN] | false
+ *   unlock KIND NAME                       ->
+ *   force-unlock KIND NAME                 -> true | false
+ *   hold-count KIND NAME                   -> N
+ *   is-locked KIND NAME                    -> true | false
+ *   token NAME                             -> the fenced lock's current token
+ *   field                                  -> this slot's holder field, id:thread-id
+ *   section KIND NAME LABEL LIST HOLD      -> lock; RPUSH LIST LABEL; sleep HOLD; unlock
+ *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS [FIRST-VIOLATION]
+ *   ID - exit                              -> shuts Redisson down and exits
+ * </pre>
+ */
+public final class Driver {
+    private final RedissonClient redisson;
+    private final PrintStream out;
+    private final Map<String, ExecutorService> slots = new ConcurrentHashMap<>();
+
+    private Driver(RedissonClient redisson, PrintStream out) {
+        this.redisson = redisson;
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws IOException {
+        String single = null;
+        String cluster = null;
+        long watchdog = 30_000;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--single" -> single = args[i + 1];
+                case "--cluster" -> cluster = args[i + 1];
+                case "--watchdog" -> watchdog = Long.parseLong(args[i + 1]);
+                default -> throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        if ((single == null) == (cluster == null)) {
+            throw new IllegalArgumentException("give exactly one of --single URL, --cluster URL,URL,...");
+        }
+        Config config = new Config();
+        config.setLockWatchdogTimeout(watchdog);
+        // A test driver on a small machine: few threads, few idle connections.
+        config.setThreads(4);
+        config.setNettyThreads(8);
+        if (single != null) {
+            config.useSingleServer()
+                    .setAddress(single)
+                    .setConnectionMinimumIdleSize(4)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+        } else {
+            // Everything else, the sharded subscription mode (AUTO) included, stays
+            // Redisson's default: that is what the suite checks against.
+            config.useClusterServers()
+                    .addNodeAddress(cluster.split(","))
+                    .setMasterConnectionMinimumIdleSize(4)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+        }
+        RedissonClient redisson = Redisson.create(config);
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        Driver driver = new Driver(redisson, out);
+        driver.reply("ready " + redisson.getId());
+        driver.loop(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
+    }
+
+    private void loop(BufferedReader in) throws IOException {
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] words = line.trim().split(" ");
+            if (words.length < 3) {
+                reply((words.length > 0 ? words[0] : "?") + " err expected: ID SLOT OP ARGS...");
+                continue;
+            }
+            String id = words[0];
+            if (words[2].equals("exit")) {
+                redisson.shutdown(0, 2, TimeUnit.SECONDS);
+                reply(id + " ok 0 0");
+                System.exit(0);
+            }
+            String[] command = java.util.Arrays.copyOfRange(words, 2, words.length);
+            slot(words[1]).execute(() -> run(id, command));
+        }
+        // stdin closed: the suite is gone, so are we (locks expire on their own).
+        System.exit(0);
+    }
+
+    private ExecutorService slot(String name) {
+        return slots.computeIfAbsent(name, n -> Executors.newSingleThreadExecutor(task -> {
+            Thread thread = new Thread(task, "slot-" + n);
+            thread.setDaemon(true);
+            return thread;
+        }));
+    }
+
+    private void run(String id, String[] command) {
+        long start = micros();
+        try {
+            String data = execute(command);
+            long end = micros();
+            reply(id + " ok " + start + " " + end + (data.isEmpty() ? "" : " " + data));
+        } catch (Throwable e) {
+            String message = (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
+            reply(id + " err " + message);
+        }
+    }
+
+    private synchronized void reply(String line) {
+        out.println(line);
+        out.flush();
+    }
+
+    private static long micros() {
+        return ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
+    }
+
+    private static long lease(String[] command, int index) {
+        return command.length > index ? Long.parseLong(command[index]) : -1;
+    }
+
+    private String execute(String[] c) throws InterruptedException {
+        switch (c[0]) {
+            case "field":
+                return redisson.getId() + ":" + Thread.currentThread().getId();
+            case "token":
+                return String.valueOf(redisson.getFencedLock(c[1]).getToken());
+            case "section":
+                section(c[1], c[2], c[3], c[4], Long.parseLong(c[5]));
+                return "";
+            case "hammer":
+                return hammer(c[1], c[2], Integer.parseInt(c[3]), c[4]);
+            default:
+                break;
+        }
+        String kind = c[1];
+        RLock lock = lock(kind, c[2]);
+        switch (c[0]) {
+            case "lock": {
+                long lease = lease(c, 3);
+                if (lock instanceof RFencedLock fenced) {
+                    Long token = lease > 0
+                            ? fenced.lockAndGetToken(lease, TimeUnit.MILLISECONDS)
+                            : fenced.lockAndGetToken();
+                    return String.valueOf(token);
+                }
+                if (lease > 0) {
+                    lock.lock(lease, TimeUnit.MILLISECONDS);
+                } else {
+                    lock.lock();
+                }
+                return "";
+            }
+            case "try-lock": {
+                long wait = Long.parseLong(c[3]);
+                long lease = lease(c, 4);
+                if (lock instanceof RFencedLock fenced) {
+                    Long token = fenced.tryLockAndGetToken(wait, lease, TimeUnit.MILLISECONDS);
+                    return token == null || token < 0 ? "false" : "true " + token;
+                }
+                return String.valueOf(lock.tryLock(wait, lease, TimeUnit.MILLISECONDS));
+            }
+            case "unlock":
+                lock.unlock();
+                return "";
+            case "force-unlock":
+                return String.valueOf(lock.forceUnlock());
+            case "hold-count":
+                return String.valueOf(lock.getHoldCount());
+            case "is-locked":
+                return String.valueOf(lock.isLocked());
+            default:
+                throw new IllegalArgumentException("unknown op " + c[0]);
+        }
+    }
+
+    private RLock lock(String kind, String name) {
+        return switch (kind) {
+            case "plain" -> redisson.getLock(name);
+            case "fair" -> redisson.getFairLock(name);
+            case "read" -> redisson.getReadWriteLock(name).readLock();
+            case "write" -> redisson.getReadWriteLock(name).writeLock();
+            case "fenced" -> redisson.getFencedLock(name);
+            case "multi" -> {
+                List<RLock> locks = new ArrayList<>();
+                for (String part : name.split(",")) {
+                    locks.add(redisson.getLock(part));
+                }
+                yield redisson.getMultiLock(locks.toArray(new RLock[0]));
+            }
+            default -> throw new IllegalArgumentException("unknown kind " + kind);
+        };
+    }
+
+    private void section(String kind, String name, String label, String list, long holdMs)
+            throws InterruptedException {
+        RLock lock = lock(kind, name);
+        lock.lock();
+        try {
+            redisson.getList(list, StringCodec.INSTANCE).add(label);
+            Thread.sleep(holdMs);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Runs {@code n} critical sections under the lock, checking exclusion through counters
+     * that redhold's side of the suite updates the same way (see compat/runner): every third
+     * section re-enters the lock and checks its hold count.
+     */
+    private String hammer(String kind, String name, int n, String prefix) {
+        RLock lock = lock(kind, name);
+        RAtomicLong inside = redisson.getAtomicLong(prefix + ":inside");
+        RAtomicLong readers = redisson.getAtomicLong(prefix + ":readers");
+        RAtomicLong counter = redisson.getAtomicLong(prefix + ":counter");
+        RAtomicLong lastToken = redisson.getAtomicLong(prefix + ":token");
+        int violations = 0;
+        String first = "";
+        for (int i = 0; i < n; i++) {
+            Long token = null;
+            if (lock instanceof RFencedLock fenced) {
+                token = fenced.lockAndGetToken();
+            } else {
+                lock.lock();
+            }
+            String problem = null;
+            try {
+                if (i % 3 == 2) {
+                    lock.lock();
+                    // A multi-lock has no hold count of its own (Redisson throws).
+                    int holds = kind.equals("multi") ? 2 : lock.getHoldCount();
+                    lock.unlock();
+                    if (holds != 2) {
+                        problem = "hold count " + holds + " after re-entry";
+                    }
+                }
+                if (kind.equals("read")) {
+                    readers.incrementAndGet();
+                    long writers = inside.get();
+                    if (writers != 0) {
+                        problem = "a reader saw " + writers + " writer(s) inside";
+                    }
+                    readers.decrementAndGet();
+                } else {
+                    long now = inside.incrementAndGet();
+                    if (now != 1) {
+                        problem = now + " holders inside at once";
+                    }
+                    if (kind.equals("write") && readers.get() != 0) {
+                        problem = "a writer saw readers inside";
+                    }
+                    long value = counter.get();
+                    Thread.yield();
+                    counter.set(value + 1);
+                    if (token != null) {
+                        long last = lastToken.get();
+                        if (token <= last) {
+                            problem = "token " + token + " after token " + last;
+                        }
+                        lastToken.set(token);
+                    }
+                    inside.decrementAndGet();
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (problem != null) {
+                violations++;
+                if (first.isEmpty()) {
+                    first = problem.replace(' ', '_');
+                }
+            }
+        }
+        return violations + " " + n + (first.isEmpty() ? "" : " " + first);
+    }
+}

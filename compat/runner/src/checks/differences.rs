@@ -1,0 +1,143 @@
+//! Where redhold deliberately or knowingly differs from Redisson, each
+//! written down in docs/wire-format.md. These checks pass while the two
+//! behave as documented, so a change on either side (a fix in redhold, a
+//! new Redisson release) shows up here and the documentation gets updated.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{Ctx, Report, LONG_LEASE, T, WAKE_LIMIT_US};
+use crate::side::{Kind, Side};
+
+/// `RReadWriteLock.readLock().isLocked()` is true while the writer also
+/// holds read locks (mode `write`, more than two fields); redhold's
+/// `read().is_locked()` says whether the mode is `read`.
+fn read_is_locked_under_writer(ctx: &Ctx<'_>) -> Result<String, String> {
+    let name = ctx.name("diff-read-is-locked");
+    let a = format!("{name}/a");
+    ctx.java
+        .lock(&a, Kind::Write, &name, Some(LONG_LEASE))
+        .wait(T)?;
+    ctx.java
+        .lock(&a, Kind::Read, &name, Some(LONG_LEASE))
+        .wait(T)?;
+    let java = ctx
+        .java
+        .is_locked(&format!("{name}/j"), Kind::Read, &name)
+        .wait(T)?
+        .is_true();
+    let rust = ctx
+        .rust
+        .is_locked(&format!("{name}/r"), Kind::Read, &name)
+        .wait(T)?
+        .is_true();
+    ctx.java.unlock(&a, Kind::Read, &name).wait(T)?;
+    ctx.java.unlock(&a, Kind::Write, &name).wait(T)?;
+    match (java, rust) {
+        (true, false) => Ok("Redisson's read isLocked() = true, redhold's read().is_locked() = false".into()),
+        other => Err(format!("(Redisson, redhold) now answer {other:?}, documented (true, false): update docs/wire-format.md")),
+    }
+}
+
+/// Redisson deletes its `redisson_unlock_latch:{name}:<id>` key once the
+/// release's reply arrives; redhold's stays until its TTL.
+fn unlock_latch(ctx: &Ctx<'_>) -> Result<String, String> {
+    let mut left = Vec::new();
+    for side in [ctx.java as &dyn Side, ctx.rust as &dyn Side] {
+        let name = ctx.name(&format!("diff-latch-{}", side.label()));
+        let a = format!("{name}/a");
+        side.lock(&a, Kind::Plain, &name, Some(LONG_LEASE))
+            .wait(T)?;
+        side.unlock(&a, Kind::Plain, &name).wait(T)?;
+        // Redisson's DEL is sent after the reply, without waiting for it.
+        let pattern = format!("redisson_unlock_latch:*{name}*");
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let latches = loop {
+            let latches = ctx.redis.keys(&pattern)?;
+            if latches.is_empty() || Instant::now() > deadline {
+                break latches;
+            }
+            thread::sleep(Duration::from_millis(20));
+        };
+        let ttl = match latches.first() {
+            Some(latch) => ctx.redis.at(latch, redis::cmd("PTTL").arg(latch))?,
+            None => 0,
+        };
+        left.push((latches.len(), ttl));
+    }
+    match left[..] {
+        [(0, _), (1, ttl)] if ttl > 0 => Ok(format!(
+            "after a release Redisson's latch is gone, redhold's stays ({ttl} ms left)"
+        )),
+        _ => Err(format!(
+            "latches left (Redisson, redhold): {left:?}, documented: none, one with a TTL; update docs/wire-format.md"
+        )),
+    }
+}
+
+/// A re-entry with a shorter lease: Redisson cuts the lock's TTL to it,
+/// redhold never shortens a lock that still has holds.
+fn reentry_ttl(ctx: &Ctx<'_>) -> Result<String, String> {
+    let mut ttls = Vec::new();
+    for side in [ctx.java as &dyn Side, ctx.rust as &dyn Side] {
+        let name = ctx.name(&format!("diff-reentry-ttl-{}", side.label()));
+        let a = format!("{name}/a");
+        side.lock(&a, Kind::Plain, &name, Some(LONG_LEASE))
+            .wait(T)?;
+        side.lock(&a, Kind::Plain, &name, Some(5_000)).wait(T)?;
+        ttls.push(ctx.pttl(&name)?);
+        side.unlock(&a, Kind::Plain, &name).wait(T)?;
+        side.unlock(&a, Kind::Plain, &name).wait(T)?;
+    }
+    let (java, rust) = (ttls[0], ttls[1]);
+    let long = i64::try_from(LONG_LEASE).unwrap_or(i64::MAX);
+    if java <= 5_000 && rust > long - 5_000 {
+        Ok(format!(
+            "held for 60 s, re-entered with a 5 s lease: PTTL {java} ms (Redisson), {rust} ms (redhold)"
+        ))
+    } else {
+        Err(format!(
+            "PTTL after the short re-entry: {java} ms (Redisson), {rust} ms (redhold); documented: ~5000 and ~60000; update docs/wire-format.md"
+        ))
+    }
+}
+
+/// Redisson announces nothing when its writer downgrades to read, so a
+/// parked redhold reader is not woken by a message: it gets in at its next
+/// look, bounded by the lock's TTL (here a 1.5 s lease).
+fn java_downgrade_is_silent(ctx: &Ctx<'_>) -> Result<String, String> {
+    let name = ctx.name("diff-java-downgrade");
+    let (a, w) = (format!("{name}/a"), format!("{name}/w"));
+    ctx.java.lock(&a, Kind::Write, &name, Some(1_500)).wait(T)?;
+    ctx.java.lock(&a, Kind::Read, &name, Some(1_500)).wait(T)?;
+    let mut reader = ctx.rust.lock(&w, Kind::Read, &name, None);
+    ctx.wait_parked(Kind::Read, &name, &mut reader)?;
+    let release = ctx.java.unlock(&a, Kind::Write, &name).wait(T)?;
+    let got = reader.wait(T)?;
+    ctx.rust.unlock(&w, Kind::Read, &name).wait(T)?;
+    let _ = ctx.java.unlock(&a, Kind::Read, &name).wait(T);
+    let took = got.end_us.saturating_sub(release.start_us);
+    if took > WAKE_LIMIT_US {
+        Ok(format!(
+            "the parked redhold reader got in {} after Redisson's downgrade, at its next look, not woken",
+            super::ms(took)
+        ))
+    } else {
+        Err(format!(
+            "the parked redhold reader got in {} after Redisson's downgrade: Redisson seems to announce downgrades now; update docs/wire-format.md",
+            super::ms(took)
+        ))
+    }
+}
+
+pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
+    let title = |what: &str| format!("{} difference (documented): {what}", ctx.topo);
+    report.check(title("read is_locked while the writer also reads"), || {
+        read_is_locked_under_writer(ctx)
+    });
+    report.check(title("release latch cleanup"), || unlock_latch(ctx));
+    report.check(title("re-entry with a shorter lease"), || reentry_ttl(ctx));
+    report.check(title("Redisson's downgrade wakes no reader"), || {
+        java_downgrade_is_silent(ctx)
+    });
+}

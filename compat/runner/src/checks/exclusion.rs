@@ -1,0 +1,183 @@
+//! Neither side ever enters while the other holds: threads on both sides
+//! run critical sections on shared counters (see the Java driver's `hammer`
+//! and `RustSide::hammer`). An `inside` counter must read 1 in every
+//! exclusive section, a reader must never see a writer inside, and the
+//! counter, incremented with a separate GET and SET, must lose no update.
+
+use std::time::Duration;
+
+use super::{Ctx, Report};
+use crate::side::{Kind, Op, Side};
+
+/// How long one mixed run may take before it counts as stuck.
+const LIMIT: Duration = Duration::from_secs(240);
+
+/// One thread's share: which side, which kind, how many sections, and the
+/// lock's name when it is not the check's own (a multi-lock's names).
+struct Worker<'a> {
+    side: &'a dyn Side,
+    kind: Kind,
+    sections: usize,
+    name: Option<String>,
+}
+
+fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, String> {
+    let name = ctx.name(&format!("exclusion-{label}"));
+    let prefix = format!("{name}:counters");
+    let pending: Vec<_> = workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let op = Op::Hammer {
+                kind: w.kind,
+                name: w.name.clone().unwrap_or_else(|| name.clone()),
+                n: w.sections,
+                prefix: prefix.clone(),
+            };
+            w.side.call(&format!("{name}/{i}"), op)
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for (w, p) in workers.iter().zip(pending) {
+        let reply = p.wait(LIMIT)?;
+        let violations = reply.number(0)?;
+        if violations != 0 {
+            problems.push(format!(
+                "{} {}: {violations} violations, first: {}",
+                w.side.label(),
+                w.kind.word(),
+                reply
+                    .data
+                    .split(' ')
+                    .nth(2)
+                    .unwrap_or("?")
+                    .replace('_', " ")
+            ));
+        }
+    }
+    let exclusive: usize = workers
+        .iter()
+        .filter(|w| w.kind != Kind::Read)
+        .map(|w| w.sections)
+        .sum();
+    let total: usize = workers.iter().map(|w| w.sections).sum();
+    let counter: Option<i64> = ctx
+        .redis
+        .at(&prefix, redis::cmd("GET").arg(format!("{prefix}:counter")))?;
+    if counter.unwrap_or(0) != i64::try_from(exclusive).unwrap_or(-1) {
+        problems.push(format!(
+            "the counter reads {counter:?} after {exclusive} exclusive sections: updates were lost"
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    let by_side = |label: &str| -> usize {
+        workers
+            .iter()
+            .filter(|w| w.side.label() == label)
+            .map(|w| w.sections)
+            .sum()
+    };
+    Ok(format!(
+        "{total} sections ({} java, {} rust; every third re-entered), no overlap, no lost update",
+        by_side("java"),
+        by_side("rust")
+    ))
+}
+
+pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
+    let (j, r): (&dyn Side, &dyn Side) = (ctx.java, ctx.rust);
+    let w = |side, kind, sections| Worker {
+        side,
+        kind,
+        sections,
+        name: None,
+    };
+    report.check(
+        format!("{} exclusion plain: 2 java + 2 rust threads", ctx.topo),
+        || {
+            let n = 750;
+            mixed(
+                ctx,
+                "plain",
+                &[
+                    w(j, Kind::Plain, n),
+                    w(r, Kind::Plain, n),
+                    w(j, Kind::Plain, n),
+                    w(r, Kind::Plain, n),
+                ],
+            )
+        },
+    );
+    report.check(
+        format!(
+            "{} exclusion fenced+plain: java fenced, rust fenced, java plain, rust plain",
+            ctx.topo
+        ),
+        || {
+            let n = 200;
+            mixed(
+                ctx,
+                "fenced",
+                &[
+                    w(j, Kind::Fenced, n),
+                    w(r, Kind::Fenced, n),
+                    w(j, Kind::Plain, n),
+                    w(r, Kind::Plain, n),
+                ],
+            )
+        },
+    );
+    report.check(
+        format!("{} exclusion multi+plain: a multi-lock over two names and a plain lock on one of them, each side", ctx.topo),
+        || {
+            let n = 200;
+            let base = ctx.name("exclusion-multi");
+            let multi = format!("{base}-a,{base}-b");
+            let one = format!("{base}-b");
+            let named = |side, kind, name: &String| Worker {
+                side,
+                kind,
+                sections: n,
+                name: Some(name.clone()),
+            };
+            mixed(ctx, "multi", &[named(j, Kind::Multi, &multi), named(r, Kind::Multi, &multi), named(j, Kind::Plain, &one), named(r, Kind::Plain, &one)])
+        },
+    );
+    report.check(
+        format!("{} exclusion fair: 2 java + 2 rust threads", ctx.topo),
+        || {
+            let n = 150;
+            mixed(
+                ctx,
+                "fair",
+                &[
+                    w(j, Kind::Fair, n),
+                    w(r, Kind::Fair, n),
+                    w(j, Kind::Fair, n),
+                    w(r, Kind::Fair, n),
+                ],
+            )
+        },
+    );
+    report.check(
+        format!(
+            "{} exclusion read-write: a writer and a reader on each side",
+            ctx.topo
+        ),
+        || {
+            let n = 250;
+            mixed(
+                ctx,
+                "rw",
+                &[
+                    w(j, Kind::Write, n),
+                    w(r, Kind::Write, n),
+                    w(j, Kind::Read, n),
+                    w(r, Kind::Read, n),
+                ],
+            )
+        },
+    );
+}
