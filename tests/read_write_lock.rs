@@ -646,3 +646,20 @@ fn increment(con: &mut redis::Connection, key: &str) {
         .query::<()>(con)
         .expect("SET");
 }
+
+/// A writer that also reads holds read holds: `read().is_locked()` says so,
+/// as Redisson's `readLock().isLocked()` does.
+#[test]
+fn read_is_locked_while_the_writer_also_reads() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let rw = client.read_write_lock("writer-reads");
+    let write = rw.write().lock().unwrap();
+    assert!(!rw.read().is_locked().unwrap());
+    let read = rw.read().lock().unwrap();
+    assert!(rw.read().is_locked().unwrap());
+    assert!(rw.write().is_locked().unwrap());
+    drop(read);
+    assert!(!rw.read().is_locked().unwrap());
+    drop(write);
+}

@@ -184,7 +184,11 @@ fn lock_ends_when_too_few_clients_are_left() {
     let clients = clients(&servers);
     clients[0].shutdown().unwrap();
     let two_left = red_lock(&clients, "few-left");
-    drop(two_left.lock().expect("two of three servers are a majority"));
+    drop(
+        two_left
+            .lock()
+            .expect("two of three servers are a majority"),
+    );
 
     clients[1].shutdown().unwrap();
     let one_left = red_lock(&clients, "few-left");

@@ -201,8 +201,24 @@ impl KindOps for Read {
         force_release_mode(at, &self.channel, "read", scripts::WAKE_ONE)
     }
 
+    /// Read holds exist: in mode `read`, or in mode `write` when the writer
+    /// also reads (a field besides `mode` and the writer's), as Redisson's
+    /// `readLock().isLocked()` says.
     fn is_locked(&self, at: Target<'_>) -> Result<bool> {
-        mode_is(at, "read")
+        let (mode, fields): (Option<String>, usize) = at.client.run(|conn| {
+            redis::pipe()
+                .cmd("HGET")
+                .arg(at.name)
+                .arg("mode")
+                .cmd("HLEN")
+                .arg(at.name)
+                .query(conn)
+        })?;
+        Ok(match mode.as_deref() {
+            Some("read") => true,
+            Some("write") => fields > 2,
+            _ => false,
+        })
     }
 }
 
