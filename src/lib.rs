@@ -50,6 +50,7 @@ mod connections;
 mod error;
 mod global;
 mod guard;
+pub mod inspect;
 mod interrupt;
 mod kind;
 mod lock;

@@ -1,0 +1,198 @@
+//! Each subcommand: connect, ask the library, print.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redhold::inspect::LockInfo;
+use redhold::Client;
+
+use crate::args::{Cli, Command, Connection};
+use crate::failure::{Failure, NOT_CONFIRMED, USAGE};
+use crate::{json, text};
+
+/// The server used when neither --url, REDIS_URL, --cluster nor --sentinel
+/// names one.
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
+
+/// Runs the command the user asked for.
+pub(crate) fn run(cli: Cli) -> Result<(), Failure> {
+    let client = connect(&cli.connection)?;
+    match cli.command {
+        Command::List { pattern, json } => list(&client, &pattern, json),
+        Command::Show { name, json } => show(&client, &name, json),
+        Command::ForceUnlock { name, yes } => force_unlock(&client, &name, yes),
+        Command::Watch { name, interval } => watch(&client, &name, Duration::from_millis(interval)),
+    }
+}
+
+/// A client for the deployment the options name.
+fn connect(options: &Connection) -> Result<Client, Failure> {
+    let mut builder = Client::builder().connect_timeout(options.connect_timeout);
+    if !options.cluster.is_empty() {
+        builder = builder.cluster(options.cluster.iter().map(|n| node_url(n)));
+    } else if !options.sentinel.is_empty() {
+        let master = options.master.clone().unwrap_or_default();
+        builder = builder.sentinel(options.sentinel.iter().map(|n| node_url(n)), master);
+    } else {
+        let url = options
+            .url
+            .clone()
+            .or_else(|| std::env::var("REDIS_URL").ok().filter(|u| !u.is_empty()))
+            .unwrap_or_else(|| DEFAULT_URL.to_owned());
+        builder = builder.url(url);
+    }
+    if let Some(path) = &options.tls_root_cert {
+        let pem = std::fs::read(path).map_err(|e| {
+            Failure::new(
+                USAGE,
+                format!("cannot read the certificate file {}: {e}", path.display()),
+            )
+        })?;
+        builder = builder.tls_root_cert(pem);
+    }
+    Ok(builder.build()?)
+}
+
+/// A node given as `host:port` becomes `redis://host:port`.
+fn node_url(node: &str) -> String {
+    if node.contains("://") {
+        node.to_owned()
+    } else {
+        format!("redis://{node}")
+    }
+}
+
+fn list(client: &Client, pattern: &str, as_json: bool) -> Result<(), Failure> {
+    let locks = client.list_locks(pattern)?;
+    let mut out = io::stdout().lock();
+    if as_json {
+        for info in &locks {
+            print_line(&mut out, &json::lock(info))?;
+        }
+    } else if locks.is_empty() {
+        eprintln!("no lock matches {pattern:?}");
+    } else {
+        print_line(&mut out, &text::table(&locks))?;
+    }
+    Ok(())
+}
+
+fn show(client: &Client, name: &str, as_json: bool) -> Result<(), Failure> {
+    let info = client.inspect(name)?;
+    let rendered = if as_json {
+        json::lock(&info)
+    } else {
+        text::lock(&info)
+    };
+    print_line(&mut io::stdout().lock(), &rendered)
+}
+
+fn force_unlock(client: &Client, name: &str, yes: bool) -> Result<(), Failure> {
+    let info = client.inspect(name)?;
+    let mut out = io::stdout().lock();
+    if info.is_vacant() {
+        return print_line(&mut out, &format!("{name:?} is not locked: nothing to do"));
+    }
+    if !yes {
+        confirm(&info)?;
+    }
+    let done = match client.force_unlock_any(name)? {
+        Some(kind) => format!(
+            "removed {} {name:?} and woke its waiters",
+            text::kind_words(kind)
+        ),
+        None => format!("{name:?} was no longer locked: nothing removed"),
+    };
+    print_line(&mut out, &done)
+}
+
+/// Asks on the terminal whether to go on; anything but y or yes is a no.
+fn confirm(info: &LockInfo) -> Result<(), Failure> {
+    let stdin = io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::new(
+            NOT_CONFIRMED,
+            format!(
+                "not removing {:?}: stdin is not a terminal to confirm on; pass --yes to force-unlock without asking",
+                info.name
+            ),
+        ));
+    }
+    let holders: Vec<String> = info.holders.iter().map(|h| h.id()).collect();
+    eprint!(
+        "force-unlock {} {:?} held by {} ({} waiting)? [y/N] ",
+        text::kind_words(info.kind),
+        info.name,
+        if holders.is_empty() {
+            "nobody".to_owned()
+        } else {
+            holders.join(", ")
+        },
+        info.queue.len().max(info.subscribers as usize)
+    );
+    let _ = io::stderr().flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::new(NOT_CONFIRMED, format!("cannot read the answer: {e}")))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Failure::new(
+            NOT_CONFIRMED,
+            format!("not confirmed: {:?} left as it is", info.name),
+        )),
+    }
+}
+
+/// Redraws the lock whenever anything but its TTL changes.
+fn watch(client: &Client, name: &str, interval: Duration) -> Result<(), Failure> {
+    let terminal = io::stdout().is_terminal();
+    let mut last: Option<LockInfo> = None;
+    loop {
+        let info = client.inspect(name)?;
+        let mut compared = info.clone();
+        compared.ttl = None;
+        if last.as_ref() != Some(&compared) {
+            let mut out = io::stdout().lock();
+            let screen = format!(
+                "{}{} at {} UTC (Ctrl-C to stop)\n{}\n",
+                if terminal { "\x1b[2J\x1b[H" } else { "" },
+                name,
+                clock(SystemTime::now()),
+                text::lock(&info)
+            );
+            print_line(&mut out, &screen)?;
+            last = Some(compared);
+        }
+        thread::sleep(interval);
+    }
+}
+
+/// `hh:mm:ss.mmm` of the UTC day.
+fn clock(time: SystemTime) -> String {
+    let ms = time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() % 86_400_000);
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
+/// Prints `text` and a newline; a closed pipe (`redhold list | head`) ends
+/// the output quietly.
+fn print_line(out: &mut impl Write, text: &str) -> Result<(), Failure> {
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(Failure::new(
+            crate::failure::FAILED,
+            format!("cannot write the output: {e}"),
+        )),
+    }
+}

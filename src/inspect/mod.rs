@@ -1,0 +1,257 @@
+//! Looking at locks from the outside: who holds a lock, who waits for it,
+//! which locks exist, and removing one whatever its kind. For operators and
+//! tools (the `redhold` command-line tool is built on it), not for taking
+//! locks.
+//!
+//! ```no_run
+//! # fn main() -> redhold::Result<()> {
+//! let client = redhold::Client::open("redis://127.0.0.1:6379/")?;
+//! let info = client.inspect("orders:42")?;
+//! if info.locked {
+//!     for holder in &info.holders {
+//!         println!("held by {}:{} ({} holds)", holder.client, holder.thread, holder.count);
+//!     }
+//! }
+//! for lock in client.list_locks("orders:*")? {
+//!     println!("{} is a {} lock", lock.name, lock.kind);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The kind of a lock is read from its layout in Redis (see
+//! `docs/wire-format.md`), which cannot tell every kind apart:
+//!
+//! | layout | kind |
+//! |---|---|
+//! | a hash with a `mode` field | [`Kind::ReadWrite`] |
+//! | a fair queue or deadline set next to it (`redisson_lock_queue:{name}`, `redisson_lock_timeout:{name}`) | [`Kind::Fair`] |
+//! | a token counter next to it (`redisson_lock_token:{name}`) | [`Kind::Fenced`] |
+//! | anything else | [`Kind::Lock`] (plain and spin locks; also a fair lock nobody waits for) |
+
+mod pattern;
+mod scan;
+mod snapshot;
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use uuid::Uuid;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::names;
+
+/// What kind of lock a name holds, as far as its layout in Redis shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A plain reentrant lock (also a spin lock, and a fair lock with an
+    /// empty queue, which look the same).
+    Lock,
+    /// A fair lock with waiters queued (or a deadline set left behind).
+    Fair,
+    /// A read-write lock.
+    ReadWrite,
+    /// A fenced lock: its fencing-token counter exists.
+    Fenced,
+}
+
+impl Kind {
+    /// The kind as one word: `lock`, `fair`, `read_write` or `fenced`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Lock => "lock",
+            Kind::Fair => "fair",
+            Kind::ReadWrite => "read_write",
+            Kind::Fenced => "fenced",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The mode a read-write lock is held in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Held by one or more readers (the writer may still hold read holds
+    /// after a downgrade).
+    Read,
+    /// Held by one writer (who may also hold read holds).
+    Write,
+}
+
+impl Mode {
+    /// The mode as one word: `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Read => "read",
+            Mode::Write => "write",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thread of one client holding a lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Holder {
+    /// The holding client's id ([`Client::id`]; a Redisson client's id too).
+    pub client: Uuid,
+    /// The holding thread's number within that client's process.
+    pub thread: u64,
+    /// How many times the thread holds it (reentrant holds).
+    pub count: u64,
+    /// Whether this is the writer of a read-write lock (its field ends in
+    /// `:write`); a thread holding both read and write holds appears twice.
+    pub write: bool,
+}
+
+impl Holder {
+    /// The holder field without the `:write` suffix: `<client-uuid>:<thread-id>`.
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.client.hyphenated(), self.thread)
+    }
+}
+
+/// A waiter in a fair lock's queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Waiter {
+    /// The waiter's holder field, `<client-uuid>:<thread-id>`, as stored.
+    pub field: String,
+    /// When the waiter is dropped from the queue unless it takes its turn
+    /// before (it died, or stopped waiting without saying so); by the
+    /// clock of the client that queued it.
+    pub deadline: Option<SystemTime>,
+}
+
+/// Everything Redis knows about one lock at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockInfo {
+    /// The lock's name (its key).
+    pub name: String,
+    /// Whether anyone holds it.
+    pub locked: bool,
+    /// Its kind, as far as the layout shows ([`Kind::Lock`] when nothing is
+    /// there at all).
+    pub kind: Kind,
+    /// The mode of a read-write lock that is held; `None` otherwise.
+    pub mode: Option<Mode>,
+    /// How long the lock lives unless renewed or released; `None` when it
+    /// is not held (or, which redhold and Redisson never do, has no TTL).
+    pub ttl: Option<Duration>,
+    /// Who holds it, in the order Redis lists the hash fields.
+    pub holders: Vec<Holder>,
+    /// A fair lock's waiters, first in line first; empty for other kinds.
+    pub queue: Vec<Waiter>,
+    /// How many connections listen on the lock's wake-up channels (for a
+    /// fair lock, its waiters' own channels too): every client process with
+    /// a parked waiter counts once, and may still count for a few seconds
+    /// after its last waiter left. Spin-lock waiters never listen.
+    pub subscribers: u64,
+    /// A fenced lock's latest fencing token; `None` for other kinds.
+    pub token: Option<u64>,
+}
+
+impl LockInfo {
+    /// Whether there is nothing to show: not held and nobody queued.
+    pub fn is_vacant(&self) -> bool {
+        !self.locked && self.queue.is_empty()
+    }
+}
+
+impl Client {
+    /// Reads everything Redis holds about the lock called `name`: its kind,
+    /// holders, TTL, fair queue, listeners and fencing token, read in one
+    /// script so that they belong together. A name that holds no lock
+    /// reports `locked: false`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongKind`] when the name holds a value that is not a lock
+    /// (a string, a list, a hash whose fields are not holder ids);
+    /// [`Error::InvalidName`], [`Error::Shutdown`], [`Error::Redis`].
+    pub fn inspect(&self, name: &str) -> Result<LockInfo> {
+        names::validate(name)?;
+        let mut info = snapshot::read(self, name)?;
+        info.subscribers = snapshot::subscribers(self, &info)?;
+        Ok(info)
+    }
+
+    /// Every lock whose name matches `pattern` (Redis glob syntax: `*`,
+    /// `?`, `[a-z]`, `\` escapes; `"*"` for all) that is held or has fair
+    /// waiters, sorted by name. Found with `SCAN` (never `KEYS`), on every
+    /// master of a cluster; each hash found is then read like
+    /// [`inspect`](Self::inspect) does. Helper keys (read-hold keys, unlock
+    /// latches, queues, token counters) and hashes that are not locks are
+    /// left out, and so are fenced locks nobody holds (their token counter
+    /// lives forever).
+    ///
+    /// A lock taken or released while the scan runs may be missed or
+    /// reported free of holders; the cost is a pass over the whole keyspace.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Connect`] when a cluster master cannot be reached;
+    /// [`Error::Shutdown`], [`Error::Redis`].
+    pub fn list_locks(&self, pattern: &str) -> Result<Vec<LockInfo>> {
+        let mut locks = Vec::new();
+        for name in scan::lock_names(self, pattern)? {
+            match self.inspect(&name) {
+                Ok(info) if !info.is_vacant() => locks.push(info),
+                // Released meanwhile, or a hash that is not a lock.
+                Ok(_) | Err(Error::WrongKind { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(locks)
+    }
+
+    /// Deletes the lock called `name` whoever holds it, whatever its kind,
+    /// and wakes its waiters in every process the way that kind does: `"0"`
+    /// on the plain channel (plain, fenced, spin), `"0"` on the channel of
+    /// the fair queue's head, `"1"` (wake all) on a read-write lock's
+    /// channel. Holders find out when they renew or release
+    /// ([`Error::LockLost`]).
+    ///
+    /// Returns the kind of the lock deleted, or `None` when no lock was
+    /// held (the head of a fair queue is woken all the same).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongKind`] when the name holds a value that is not a lock
+    /// (nothing is deleted); otherwise as [`inspect`](Self::inspect).
+    pub fn force_unlock_any(&self, name: &str) -> Result<Option<Kind>> {
+        let info = self.inspect(name)?;
+        let deleted = match info.kind {
+            Kind::Lock | Kind::Fenced => self.lock(name).force_unlock()?,
+            Kind::Fair => self.fair_lock(name).force_unlock()?,
+            Kind::ReadWrite => {
+                // Each side deletes only a lock held in its own mode.
+                let rw = self.read_write_lock(name);
+                if rw.write().force_unlock()? {
+                    true
+                } else if rw.read().force_unlock()? {
+                    // The read side announces "0" (one waiter per process);
+                    // "1" makes every waiter look again, as after a write.
+                    snapshot::wake_all(self, name)?;
+                    true
+                } else {
+                    false
+                }
+            }
+        };
+        Ok(deleted.then_some(info.kind))
+    }
+}
