@@ -89,7 +89,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
         vec![
             (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
             (330, Choice::Release),
-            (20, Choice::Leak),
+            (60, Choice::Leak),
             (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),
             (120, Choice::Work),
             (5, Choice::Force),
