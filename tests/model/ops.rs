@@ -129,7 +129,11 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
                 extra: rng.millis(10, 150),
             }
         }
-        Choice::Work => Op::Work(if holding {
+        // Now and then a long section: the watchdog must keep a watched
+        // hold alive over several renewals (every 500 ms).
+        Choice::Work => Op::Work(if holding && rng.chance(10) {
+            rng.millis(1600, 3000)
+        } else if holding {
             rng.millis(0, 250)
         } else {
             rng.millis(0, 30)

@@ -414,9 +414,14 @@ fn hold_counts(m: &Model, v: &mut Verdict) {
         // session's other holds keep renewing), so the count may be higher
         // than the guards say; it may never be lower (that release took
         // another hold).
-        let phantom = relevant
-            .iter()
-            .any(|h| h.exit.is_some_and(|e| e <= p.at && e > since) && h.stale_release());
+        let phantom = m.sessions.get(&p.name).into_iter().flatten().any(|s| {
+            s.actor == p.actor
+                && s.client == p.client
+                && s.mode == mode
+                && s.start <= p.at
+                && s.busy_until >= p.start
+                && s.phantom_since.is_some_and(|t| t <= p.at)
+        });
         let expected = present.len() as u32;
         let higher = if p.what == "hold_count" {
             p.observed > expected

@@ -127,8 +127,8 @@ pub(crate) fn describe(m: &Model, h: &Hold) -> String {
 /// - [`READ_UNDER_WRITE`]: while write hold `h` was held, the same thread
 ///   released a read hold while another leased read hold remained;
 /// - [`STALE_UNLOCK`]: a leased guard of the same thread whose lease had run
-///   out before `h` was acquired was unlocked with `Ok` (or dropped) in
-///   `h`'s session: that release took a newer hold;
+///   out before `h` was acquired was unlocked with `Ok` in `h`'s session:
+///   that release took a newer hold;
 /// - [`LEAKED_UNLOCK`]: `Lock::unlock()` of a leaked hold while `h` was held.
 pub(crate) fn patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
     let mut found = direct_patterns(m, h, at);
@@ -195,7 +195,9 @@ fn direct_patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
             // Anywhere in `h`'s session: one release too many leaves every
             // later release of the session one hold ahead.
             let in_session = exit > h.session_start && exit < at && h.exit.is_none_or(|e| e > exit);
-            let released = matches!(o.result.as_str(), "ok" | "dropped");
+            // Only a release known to have succeeded: a dropped guard may
+            // have been refused quietly.
+            let released = o.result == "ok";
             if ran_out < h.enter && ran_out < exit && in_session && released {
                 found.push(format!(
                     "pattern [{STALE_UNLOCK}]: stale guard #{} ({}, lease ran out by {}) was \
