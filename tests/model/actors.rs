@@ -425,7 +425,7 @@ impl Actor {
                 reacquire,
                 extra,
             } => self.stale_lease(index, reacquire, extra),
-            Op::Work(pause) => thread::sleep(pause),
+            Op::Work(pause) => self.pause(pause),
             Op::ForceUnlock(target) => {
                 let set = self.spec.slot.current();
                 self.record(Event::ForceStart {
@@ -563,6 +563,19 @@ impl Actor {
                     result: targets::outcome(&result),
                 });
             }
+        }
+    }
+
+    /// Sleeps for `pause`, or until the schedule stops (a long section
+    /// must not delay the wind-down).
+    fn pause(&self, pause: Duration) {
+        let until = Instant::now() + pause;
+        while !self.spec.stop.load(Ordering::SeqCst) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            thread::sleep(left.min(Duration::from_millis(50)));
         }
     }
 

@@ -15,9 +15,12 @@ pub(crate) const MASTER_ENV: &str = "REDHOLD_MODEL_MASTER_SEED";
 /// `1`: run every schedule even after one found a violation.
 pub(crate) const KEEP_GOING_ENV: &str = "REDHOLD_MODEL_KEEP_GOING";
 
-/// Watchdog timeout of every client: short, so renewals (every 400 ms) and
-/// expiries happen many times per schedule.
-pub(crate) const WATCHDOG: Duration = Duration::from_millis(1200);
+/// Watchdog timeout of every client in ms: short, so renewals (every
+/// 500 ms) and expiries happen many times per schedule, yet a second above
+/// the renewal period, so a loaded machine does not lose locks.
+const WATCHDOG_MS: u64 = 1500;
+/// [`WATCHDOG_MS`] as a duration.
+pub(crate) const WATCHDOG: Duration = Duration::from_millis(WATCHDOG_MS);
 /// Connect timeout of every client.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
 /// Response timeout: above the longest `DEBUG SLEEP` fault, so a stall
@@ -39,10 +42,10 @@ pub(crate) const FAIR_WAIT: Duration = Duration::from_secs(2);
 pub(crate) const LEASE_MS: (u64, u64) = (50, 400);
 
 /// A waiter must get a free lock within this long (liveness).
-pub(crate) const LIVENESS_BOUND: Duration = Duration::from_millis(2 * 1200);
+pub(crate) const LIVENESS_BOUND: Duration = Duration::from_millis(2 * WATCHDOG_MS);
 /// How long after a fault ends its effects may last: a renewal or wake-up
 /// it disturbed is due again within one watchdog timeout.
-pub(crate) const FAULT_TAIL: Duration = Duration::from_millis(1200 + 300);
+pub(crate) const FAULT_TAIL: Duration = Duration::from_millis(WATCHDOG_MS + 300);
 
 /// Threads per client.
 pub(crate) const THREADS_PER_CLIENT: usize = 3;

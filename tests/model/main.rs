@@ -23,9 +23,30 @@
 //! - `REDHOLD_MODEL_SECS=<s>`: the budget (one schedule's length is at most
 //!   10 s); `REDHOLD_MODEL_MASTER_SEED=<seed>` fixes the master seed;
 //!   `REDHOLD_MODEL_KEEP_GOING=1` runs every schedule after a failing one.
+//! - `REDHOLD_MODEL_VERBOSE=1` prints every violation in full (by default
+//!   three per rule); `REDHOLD_MODEL_DUMP=<dir>` writes each schedule's
+//!   whole history to `<dir>/history-<seed>.txt`.
 //!
 //! On a violation the test fails and prints the seed, the rule broken, the
-//! holds involved, likely causes, and an excerpt of the history.
+//! holds involved, likely causes, and an excerpt of the history. A
+//! schedule's violations are known once it has run and been judged, so a
+//! failing run stops after that schedule (10 s plus its wind-down).
+//!
+//! | file | what |
+//! |---|---|
+//! | `config.rs` | timeouts, budget, seeds and modes |
+//! | `rng.rs` | SplitMix64 and per-actor streams |
+//! | `targets.rs` | lock kinds, names, acquire methods, one guard type |
+//! | `ops.rs` | the operation mix |
+//! | `actors.rs` | actor threads, client slots (restarts), the interrupter |
+//! | `children.rs`, `wire.rs` | actors in child processes, events over a socket |
+//! | `faults.rs` | the fault thread |
+//! | `history.rs` | events and the stamped history |
+//! | `model.rs` | holds, sessions and valid intervals rebuilt from a history |
+//! | `oracle.rs` | the rules, their excuses, violations |
+//! | `report.rs` | descriptions, likely causes, excerpts |
+//! | `leftovers.rs` | what Redis must not keep after the run |
+//! | `schedule.rs`, `joins.rs` | one schedule from start to verdict; bounded joins |
 
 #[path = "../support/child.rs"]
 mod child;

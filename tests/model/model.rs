@@ -21,6 +21,10 @@ use crate::config::{FAIR_WAIT, FAULT_TAIL, WATCHDOG};
 use crate::history::{ActorId, Event, HoldId, Stamped};
 use crate::targets::{Kind, Mode};
 
+/// Redis keeps TTLs in whole milliseconds of its own clock, so a key may
+/// expire up to a millisecond or so before our monotonic clock says.
+const CLOCK_SLOP: Duration = Duration::from_millis(2);
+
 /// Slack added to TTLs when bounding how long a lock may linger in Redis.
 const TTL_SLACK: Duration = Duration::from_millis(300);
 
@@ -75,9 +79,10 @@ pub(crate) struct Hold {
 }
 
 impl Hold {
-    /// When the lease runs out by the model's (early) reckoning.
+    /// When the lease runs out by the model's (early) reckoning: from the
+    /// call, less [`CLOCK_SLOP`].
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.lease.map(|l| self.call + l)
+        self.lease.map(|l| self.call + l.saturating_sub(CLOCK_SLOP))
     }
 
     /// How it excludes others.
@@ -187,6 +192,10 @@ pub(crate) struct Session {
     pub(crate) start: Instant,
     /// The latest moment its holds may linger in Redis.
     pub(crate) busy_until: Instant,
+    /// The first release of a leased hold past its lease in the session:
+    /// from then on Redis may count a phantom hold (a refused release) that
+    /// the session's later holds keep alive.
+    pub(crate) phantom_since: Option<Instant>,
 }
 
 /// Everything rebuilt from one history.
@@ -574,34 +583,31 @@ impl Model {
         for ((actor, client, name, mode), mut members) in groups {
             members.sort_by_key(|&i| self.holds[i].call);
             let mut sessions: Vec<Session> = Vec::new();
-            // Whether the current session had a stale leased release: its
-            // phantom count may outlive every release by a watchdog timeout.
-            let mut phantom = false;
             for i in members {
                 let h = &self.holds[i];
                 let mut until = h.lingers_until(end);
-                match sessions.last_mut() {
-                    Some(s) if h.call <= s.busy_until => {
-                        phantom |= h.stale_release();
-                        if phantom {
-                            until = until.max(h.released.unwrap_or(end) + WATCHDOG + TTL_SLACK);
-                        }
-                        s.busy_until = s.busy_until.max(until);
-                    }
-                    _ => {
-                        phantom = h.stale_release();
-                        if phantom {
-                            until = until.max(h.released.unwrap_or(end) + WATCHDOG + TTL_SLACK);
-                        }
-                        sessions.push(Session {
-                            actor,
-                            client: client.clone(),
-                            mode,
-                            start: h.call,
-                            busy_until: until,
-                        });
-                    }
+                let stale = h.stale_release().then(|| h.exit.unwrap_or(end));
+                let joins = sessions.last().is_some_and(|s| h.call <= s.busy_until);
+                if !joins {
+                    sessions.push(Session {
+                        actor,
+                        client: client.clone(),
+                        mode,
+                        start: h.call,
+                        busy_until: until,
+                        phantom_since: None,
+                    });
                 }
+                let s = sessions.last_mut().expect("a session was just ensured");
+                if let Some(at) = stale {
+                    s.phantom_since = Some(s.phantom_since.map_or(at, |p| p.min(at)));
+                }
+                // A phantom count outlives every later release by up to a
+                // watchdog timeout.
+                if s.phantom_since.is_some() {
+                    until = until.max(h.released.unwrap_or(end) + WATCHDOG + TTL_SLACK);
+                }
+                s.busy_until = s.busy_until.max(until);
                 let start = sessions.last().map_or(h.call, |s| s.start);
                 let h = &mut self.holds[i];
                 h.session_start = h.session_start.min(start);

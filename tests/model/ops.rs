@@ -89,7 +89,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
         vec![
             (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
             (330, Choice::Release),
-            (20, Choice::Leak),
+            (60, Choice::Leak),
             (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),
             (120, Choice::Work),
             (5, Choice::Force),
@@ -129,7 +129,11 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
                 extra: rng.millis(10, 150),
             }
         }
-        Choice::Work => Op::Work(if holding {
+        // Now and then a long section: the watchdog must keep a watched
+        // hold alive over several renewals (every 500 ms).
+        Choice::Work => Op::Work(if holding && rng.chance(10) {
+            rng.millis(1600, 3000)
+        } else if holding {
             rng.millis(0, 250)
         } else {
             rng.millis(0, 30)

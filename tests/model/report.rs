@@ -120,13 +120,15 @@ pub(crate) fn describe(m: &Model, h: &Hold) -> String {
 /// - [`LEASE_UNDER`]: while `h` was held, the same thread took or released
 ///   a leased hold of the same lock, and that lease ran out before `at`:
 ///   if the lock's TTL followed that lease, `h` went with it;
-/// - [`READ_ORDER`]: while read hold `h` was held, the same thread released
-///   an older leased read hold whose lease ran out before `at`;
+/// - [`READ_ORDER`]: in read hold `h`'s session, the same thread released a
+///   read hold while a newer one was kept (read-hold TTL keys are numbered,
+///   and a release deletes the highest), and a leased read hold of the
+///   session ran out before `at`;
 /// - [`READ_UNDER_WRITE`]: while write hold `h` was held, the same thread
 ///   released a read hold while another leased read hold remained;
 /// - [`STALE_UNLOCK`]: a leased guard of the same thread whose lease had run
-///   out before `h` was acquired was unlocked with `Ok` (or dropped) in
-///   `h`'s session: that release took a newer hold;
+///   out before `h` was acquired was unlocked with `Ok` in `h`'s session:
+///   that release took a newer hold;
 /// - [`LEAKED_UNLOCK`]: `Lock::unlock()` of a leaked hold while `h` was held.
 pub(crate) fn patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
     let mut found = direct_patterns(m, h, at);
@@ -193,7 +195,9 @@ fn direct_patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
             // Anywhere in `h`'s session: one release too many leaves every
             // later release of the session one hold ahead.
             let in_session = exit > h.session_start && exit < at && h.exit.is_none_or(|e| e > exit);
-            let released = matches!(o.result.as_str(), "ok" | "dropped");
+            // Only a release known to have succeeded: a dropped guard may
+            // have been refused quietly.
+            let released = o.result == "ok";
             if ran_out < h.enter && ran_out < exit && in_session && released {
                 found.push(format!(
                     "pattern [{STALE_UNLOCK}]: stale guard #{} ({}, lease ran out by {}) was \
@@ -210,7 +214,45 @@ fn direct_patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
                 ));
             }
         }
-        if let (Some(lease), Some(ran_out)) = (o.lease, ran_out) {
+        // Read holds keep their TTLs in keys numbered by the hold count, and
+        // a release deletes the highest number: releasing anything but the
+        // newest read hold leaves the others with the wrong TTLs, and the
+        // lock lives only as long as the shortest-lived key left.
+        if h.kind == Kind::Read && o.kind == Kind::Read {
+            let out_of_order = o.exit.filter(|&t| {
+                t > h.session_start
+                    && t < at
+                    && mine.iter().map(|&j| &m.holds[j]).any(|n| {
+                        n.kind == Kind::Read
+                            && n.client == h.client
+                            && n.names == h.names
+                            && n.enter > o.enter
+                            && n.enter < t
+                            && n.exit.is_none_or(|e| e > t)
+                    })
+            });
+            let short_key = mine.iter().map(|&j| &m.holds[j]).find(|r| {
+                r.kind == Kind::Read
+                    && r.client == h.client
+                    && r.names == h.names
+                    && r.enter >= h.session_start
+                    && r.lease.is_some_and(|l| r.enter + l <= at + slack)
+            });
+            if let (Some(t), Some(r)) = (out_of_order, short_key) {
+                found.push(format!(
+                    "pattern [{READ_ORDER}]: in the session of read hold #{}, the same thread \
+                     released read hold #{} at {} while a newer read hold was kept; the \
+                     remaining read-hold keys then carry the wrong leases (e.g. #{}'s, ran out \
+                     by {}), and the lock expired with them",
+                    hold_id(h.id),
+                    hold_id(o.id),
+                    m.time(t),
+                    hold_id(r.id),
+                    m.time(r.enter + r.lease.unwrap_or_default())
+                ));
+            }
+        }
+        if let Some(lease) = o.lease {
             let released = o.exit.filter(|&e| held_at(e) && o.released.is_some());
             if h.kind == Kind::Write && o.kind == Kind::Read {
                 // The release sets the lock's TTL from the read holds that
@@ -238,21 +280,6 @@ fn direct_patterns(m: &Model, h: &Hold, at: Instant) -> Vec<String> {
                 continue;
             }
             if h.kind == Kind::Read && o.kind == Kind::Read {
-                if let Some(exit) = released.filter(|_| o.enter < h.enter && ran_out <= at + slack)
-                {
-                    found.push(format!(
-                        "pattern [{READ_ORDER}]: while read hold #{} was held, the same thread \
-                         released the older read hold #{} ({}, lease {} ms, ran out by {}) at \
-                         {}: the lock then lived only as long as #{}'s lease",
-                        hold_id(h.id),
-                        hold_id(o.id),
-                        o.method,
-                        lease.as_millis(),
-                        m.time(ran_out),
-                        m.time(exit),
-                        hold_id(o.id)
-                    ));
-                }
                 continue;
             }
             let took = Some(o.enter).filter(|&t| held_at(t));

@@ -292,7 +292,11 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         .iter()
         .filter(|w| w.kind == crate::targets::Kind::Fair)
         .filter(|w| {
-            w.outcome == "shutdown" || w.outcome == "unfinished" || w.outcome.starts_with("error")
+            // Waiting when its client was shut down, or ended by an error
+            // (the give-up may have failed too).
+            let cut =
+                w.outcome == "shutdown" && model.downs.get(&w.client).is_some_and(|d| w.start < *d);
+            cut || w.outcome == "unfinished" || w.outcome.starts_with("error")
         })
         .map(|w| {
             (
