@@ -92,7 +92,13 @@ impl<K: LockKind> LockGuard<K> {
     /// watchdog timeout later) or this thread's next acquire or release of
     /// the lock; [`Lock::is_held_by_current_thread`] asks Redis.
     pub fn is_held(&self) -> bool {
+        let client = self.lock.client();
         self.hold.is_held()
+            // Once the client is shut down nothing renews a watched hold: it
+            // runs out a watchdog timeout after its last renewal.
+            && !(self.hold.is_watched()
+                && client.is_shut_down()
+                && self.hold.record.last_confirmed().elapsed() >= client.watchdog_timeout())
     }
 
     /// The lock this guard holds.

@@ -373,9 +373,11 @@ fn shutdown_with_a_held_lock_leaves_only_that_lock() {
     let client: Client = server.client_with_watchdog(Duration::from_millis(600));
     let guard = client.lock("held-at-shutdown").lock().unwrap();
     client.shutdown().unwrap();
-    assert!(matches!(guard.unlock(), Err(Error::Shutdown)));
+    assert!(guard.is_held(), "held until its last renewal runs out");
     bounded::wait_until(Duration::from_secs(5), || {
         !server.exists("held-at-shutdown")
     })
     .expect("the lock expires after the watchdog timeout");
+    assert!(!guard.is_held(), "nothing renews it any more");
+    assert!(matches!(guard.unlock(), Err(Error::Shutdown)));
 }
