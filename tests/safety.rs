@@ -219,6 +219,31 @@ fn manual_unlock_reports_a_lost_hold_as_lost() {
     assert!(!server.exists("manual"));
 }
 
+/// `Lock::unlock` of a leaked lease, while the thread also holds the lock
+/// through a watched guard, gives back the lease, not the watched hold:
+/// the watchdog keeps renewing the lock for the guard.
+#[test]
+fn manual_unlock_of_a_leaked_lease_keeps_the_watched_hold_renewed() {
+    let server = RedisServer::start();
+    let client = server.client_with_watchdog(Duration::from_millis(600));
+    let lock = client.lock("leaked-beside");
+    let watched = lock.lock().unwrap();
+    lock.lock_with_lease(Duration::from_millis(300)).unwrap().leak();
+    lock.unlock().unwrap();
+    assert_eq!(lock.hold_count().unwrap(), 1);
+    // Several watchdog timeouts: without renewal the lock would be gone.
+    thread::sleep(Duration::from_millis(1_800));
+    assert!(watched.is_held());
+    assert!(server
+        .client()
+        .lock("leaked-beside")
+        .try_lock()
+        .unwrap()
+        .is_none());
+    watched.unlock().unwrap();
+    assert!(!server.exists("leaked-beside"));
+}
+
 /// A fair waiter whose client shuts down leaves the queue before
 /// `shutdown()` returns; before the fix its entry stayed for the fair wait
 /// timeout (300 s) and every later waiter queued behind it.
