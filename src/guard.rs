@@ -28,6 +28,9 @@ pub(crate) enum Renewal {
     Watched,
     /// Expires after its lease; `expires_at` is `None` when unknown.
     Leased { expires_at: Option<Instant> },
+    /// No guard stands for it: a hold given up with `leak`, released by
+    /// `Lock::unlock`.
+    Unguarded,
 }
 
 impl Hold {
@@ -40,7 +43,7 @@ impl Hold {
     pub(crate) fn is_held(&self) -> bool {
         self.record.is_live()
             && match self.renewal {
-                Renewal::Watched => true,
+                Renewal::Watched | Renewal::Unguarded => true,
                 Renewal::Leased { expires_at } => expires_at.is_none_or(|at| Instant::now() < at),
             }
     }
@@ -141,6 +144,10 @@ impl<K: LockKind> LockGuard<K> {
     /// [`Lock::unlock`] once the thread is done with it.
     pub fn leak(mut self) {
         self.done = true;
+        self.lock
+            .client()
+            .renewals()
+            .leak(&self.hold.record, self.hold.is_watched());
     }
 }
 

@@ -14,6 +14,7 @@ use crate::kind::sealed::KindOps;
 use crate::kind::{Attempt, Fair, Fenced, LockKind, Read, Reentrant, Spin, Target, Write};
 use crate::names;
 use crate::pubsub::Wake;
+use crate::renewals::Which;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
@@ -224,11 +225,9 @@ impl<K: LockKind> Lock<K> {
         self.client.check_open()?;
         let field = self.field();
         match self.client.renewals().find(&self.keys.name, &field) {
-            // A leased hold first: a leaked watched guard may still count on
-            // the watchdog.
             Some(record) => self.release(&Hold {
                 record,
-                renewal: Renewal::Leased { expires_at: None },
+                renewal: Renewal::Unguarded,
             }),
             // No hold known here; Redis may still count one that no guard
             // stands for (see `release_orphans`): give that back.
@@ -591,11 +590,13 @@ impl<K: LockKind> Lock<K> {
         // on its own instead of being renewed forever. A hold of a
         // generation that is over is not released at all: the thread's
         // current holds (same hash field) would be the ones released.
-        if !self
-            .client
-            .renewals()
-            .release_one(&hold.record, hold.is_watched())
-        {
+        let which = match hold.renewal {
+            Renewal::Unguarded => Which::Unguarded,
+            _ => Which::Guard {
+                watched: hold.is_watched(),
+            },
+        };
+        if !self.client.renewals().release_one(&hold.record, which) {
             return Err(self.lost());
         }
         let request_id = self.client.next_request_id();

@@ -96,6 +96,22 @@ struct Entry {
     watched: u32,
     /// Holds that expire after their lease.
     leased: u32,
+    /// How many of the watched and of the leased holds were given up with
+    /// `LockGuard::leak`: [`Lock::unlock`](crate::Lock::unlock) releases
+    /// those, not one a live guard stands for.
+    leaked_watched: u32,
+    leaked_leased: u32,
+}
+
+/// Which hold a release is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// A guard's: watched or leased.
+    Guard { watched: bool },
+    /// `Lock::unlock`'s: a leaked hold, leased ones first, so that the
+    /// watchdog never stops renewing a watched hold its holder may still
+    /// count on; with none leaked, a leased one, then a watched one.
+    Unguarded,
 }
 
 /// A lock name and a holder field.
@@ -172,19 +188,36 @@ impl RenewalMap {
                 record: Arc::clone(&record),
                 watched: u32::from(watched),
                 leased: u32::from(!watched),
+                leaked_watched: 0,
+                leaked_leased: 0,
             },
         );
         (record, holds.saturating_sub(1))
     }
 
-    /// Forgets one hold of `record` before it is released in Redis (a
-    /// `watched` one if it has one, else a leased one; or the other way
-    /// round). Returns false, and forgets nothing, when the record is no
+    /// Notes that the guard of one hold of `record` was given up.
+    pub(crate) fn leak(&self, record: &Arc<HoldRecord>, watched: bool) {
+        let mut entries = self.entries.lock();
+        let key = (Arc::clone(&record.name), Arc::clone(&record.field));
+        if let Some(entry) = entries.get_mut(&key) {
+            if !Arc::ptr_eq(&entry.record, record) {
+                return;
+            }
+            if watched {
+                entry.leaked_watched = (entry.leaked_watched + 1).min(entry.watched);
+            } else {
+                entry.leaked_leased = (entry.leaked_leased + 1).min(entry.leased);
+            }
+        }
+    }
+
+    /// Forgets one hold of `record` before it is released in Redis (see
+    /// [`Which`]). Returns false, and forgets nothing, when the record is no
     /// longer live: its guard is stale and must send no release.
     ///
     /// Once the last watched hold is gone the watchdog stops renewing the
     /// lock, so a failed release leaves a lock that expires on its own.
-    pub(crate) fn release_one(&self, record: &Arc<HoldRecord>, watched: bool) -> bool {
+    pub(crate) fn release_one(&self, record: &Arc<HoldRecord>, which: Which) -> bool {
         let mut entries = self.entries.lock();
         if !record.is_live() {
             return false;
@@ -194,6 +227,18 @@ impl RenewalMap {
             return false;
         };
         debug_assert!(Arc::ptr_eq(&entry.record, record));
+        let watched = match which {
+            Which::Guard { watched } => watched,
+            Which::Unguarded if entry.leaked_leased > 0 => {
+                entry.leaked_leased -= 1;
+                false
+            }
+            Which::Unguarded if entry.leaked_watched > 0 => {
+                entry.leaked_watched -= 1;
+                true
+            }
+            Which::Unguarded => entry.leased == 0,
+        };
         let (first, second) = if watched {
             (&mut entry.watched, &mut entry.leased)
         } else {
@@ -204,6 +249,8 @@ impl RenewalMap {
         } else {
             *second = second.saturating_sub(1);
         }
+        entry.leaked_watched = entry.leaked_watched.min(entry.watched);
+        entry.leaked_leased = entry.leaked_leased.min(entry.leased);
         if entry.watched == 0 && entry.leased == 0 {
             record.state.store(ENDED, Ordering::Release);
             entries.remove(&key);
@@ -294,9 +341,9 @@ mod tests {
         let a = add(&map, true, true);
         let b = add(&map, false, true);
         assert!(Arc::ptr_eq(&a, &b));
-        assert!(map.release_one(&a, true));
+        assert!(map.release_one(&a, Which::Guard { watched: true }));
         assert_eq!(map.len(), 1);
-        assert!(map.release_one(&b, true));
+        assert!(map.release_one(&b, Which::Guard { watched: true }));
         assert_eq!(map.len(), 0);
         assert!(!a.is_live() && !a.is_lost());
     }
@@ -305,7 +352,7 @@ mod tests {
     fn a_released_record_is_not_marked_lost() {
         let map = RenewalMap::default();
         let old = add(&map, true, true);
-        assert!(map.release_one(&old, true));
+        assert!(map.release_one(&old, Which::Guard { watched: true }));
         let fresh = add(&map, true, true);
         assert!(!map.mark_lost(&old));
         assert!(!old.is_lost() && fresh.is_live());
@@ -323,12 +370,12 @@ mod tests {
         assert!(!Arc::ptr_eq(&expired, &again));
         assert!(expired.is_lost());
         // The stale guard releases nothing, and the new hold keeps its count.
-        assert!(!map.release_one(&expired, false));
+        assert!(!map.release_one(&expired, Which::Guard { watched: false }));
         assert_eq!(map.len(), 1);
         // A renewal computed before the re-acquire cannot mark the new one lost.
         assert!(!map.mark_lost(&expired));
         assert!(again.is_live());
-        assert!(map.release_one(&again, true));
+        assert!(map.release_one(&again, Which::Guard { watched: true }));
         assert_eq!(map.len(), 0);
     }
 
@@ -340,10 +387,10 @@ mod tests {
         let watched = add(&map, false, true);
         assert!(Arc::ptr_eq(&leased, &watched));
         assert_eq!(map.snapshot().len(), 1);
-        assert!(map.release_one(&watched, true));
+        assert!(map.release_one(&watched, Which::Guard { watched: true }));
         assert!(map.snapshot().is_empty());
         assert!(leased.is_live());
-        assert!(map.release_one(&leased, false));
+        assert!(map.release_one(&leased, Which::Guard { watched: false }));
         assert!(!leased.is_live());
     }
 
@@ -364,11 +411,31 @@ mod tests {
     }
 
     #[test]
+    fn a_manual_unlock_releases_leaked_holds_leases_first() {
+        let map = RenewalMap::default();
+        let guarded = add(&map, true, true);
+        let leaked_lease = add(&map, false, false);
+        map.leak(&leaked_lease, false);
+        // The leaked lease goes; the guard's watched hold is still renewed.
+        assert!(map.release_one(&guarded, Which::Unguarded));
+        assert_eq!(map.snapshot().len(), 1);
+        let leaked_watched = add(&map, false, true);
+        map.leak(&leaked_watched, true);
+        // With no leaked lease left, the leaked watched hold goes, not the
+        // one the guard stands for.
+        assert!(map.release_one(&guarded, Which::Unguarded));
+        assert_eq!(map.snapshot().len(), 1, "the guard's hold is renewed");
+        assert_eq!(map.entries.lock().values().next().unwrap().watched, 1);
+        assert!(map.release_one(&guarded, Which::Guard { watched: true }));
+        assert!(!guarded.is_live());
+    }
+
+    #[test]
     fn a_release_of_a_kind_with_none_left_takes_the_other_kind() {
         let map = RenewalMap::default();
         let record = add(&map, true, true);
-        // A manual unlock asks for a leased hold first; only a watched one is left.
-        assert!(map.release_one(&record, false));
+        // A guard asks for a leased hold; only a watched one is left.
+        assert!(map.release_one(&record, Which::Guard { watched: false }));
         assert!(!record.is_live());
         assert!(map.snapshot().is_empty());
     }

@@ -228,7 +228,9 @@ fn manual_unlock_of_a_leaked_lease_keeps_the_watched_hold_renewed() {
     let client = server.client_with_watchdog(Duration::from_millis(600));
     let lock = client.lock("leaked-beside");
     let watched = lock.lock().unwrap();
-    lock.lock_with_lease(Duration::from_millis(300)).unwrap().leak();
+    lock.lock_with_lease(Duration::from_millis(300))
+        .unwrap()
+        .leak();
     lock.unlock().unwrap();
     assert_eq!(lock.hold_count().unwrap(), 1);
     // Several watchdog timeouts: without renewal the lock would be gone.

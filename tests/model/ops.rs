@@ -85,11 +85,18 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
     let leased: Vec<usize> = (0..held.len())
         .filter(|&i| held[i].leased && held[i].has_guard)
         .collect();
+    // Only watched guards are leaked: Redis keeps one TTL per lock, so a
+    // leaked lease lives as long as the key (docs/reliability.md), and
+    // `Lock::unlock` cannot say which of a thread's holds it ends; a
+    // leaked watched hold has one unambiguous end, the `Lock::unlock`.
+    let watched: Vec<usize> = (0..held.len())
+        .filter(|&i| !held[i].leased && held[i].has_guard)
+        .collect();
     let table: Vec<(u64, Choice)> = if holding {
         vec![
             (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
             (330, Choice::Release),
-            (60, Choice::Leak),
+            (if watched.is_empty() { 0 } else { 60 }, Choice::Leak),
             (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),
             (120, Choice::Work),
             (5, Choice::Force),
@@ -114,7 +121,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             drop: rng.chance(30),
         },
         Choice::Leak => Op::Leak {
-            index: rng.below(held.len() as u64) as usize,
+            index: *rng.pick(&watched),
         },
         Choice::Stale => {
             let index = *rng.pick(&leased);
