@@ -504,7 +504,11 @@ impl Model {
     fn derive(&mut self) {
         let end = self.end;
         for h in &mut self.holds {
-            h.down = self.downs.get(&h.client).copied().filter(|d| *d > h.call);
+            // A set's shutdown is recorded before its clients shut down one
+            // by one (each letting its waiters leave their queues first), so
+            // a hold can be taken on a client of a set already recorded
+            // down: its client went down all the same, as it was taken.
+            h.down = self.downs.get(&h.client).map(|d| (*d).max(h.call));
         }
         self.attribute_callbacks();
         for h in &mut self.holds {
