@@ -157,6 +157,10 @@ pub(crate) struct Force {
     pub(crate) names: Vec<String>,
     pub(crate) start: Instant,
     pub(crate) end: Instant,
+    /// Whether it deleted a lock (`force_unlock` answered true), or may
+    /// have (no answer). A read-write lock's side deletes only a lock held
+    /// in its own mode.
+    pub(crate) deleted: bool,
 }
 
 /// A fault on one server.
@@ -428,13 +432,14 @@ impl Model {
                 Event::ForceStart { actor, kind, names } => {
                     forces.insert(*actor, (*kind, split_names(names), at));
                 }
-                Event::ForceEnd { actor, .. } => {
+                Event::ForceEnd { actor, result } => {
                     if let Some((kind, names, start)) = forces.remove(actor) {
                         m.forces.push(Force {
                             kind,
                             names,
                             start,
                             end: at,
+                            deleted: result != "false",
                         });
                     }
                 }
@@ -470,6 +475,7 @@ impl Model {
                 names,
                 start,
                 end,
+                deleted: true,
             });
         }
         for ((server, kind), start) in faults {

@@ -500,7 +500,10 @@ fn loss_noticed(m: &Model, v: &mut Verdict) {
             .forces
             .iter()
             .filter(|f| {
-                f.kind.family() == h.kind.family()
+                // A force that deleted nothing (the other side of a
+                // read-write lock, say) took nothing to notice.
+                f.deleted
+                    && f.kind.family() == h.kind.family()
                     && f.names.iter().any(|n| h.names.contains(n))
                     && f.start > h.enter
                     && f.end < exit
