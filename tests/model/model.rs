@@ -384,7 +384,9 @@ impl Model {
                         let h = &mut m.holds[i];
                         h.exit = Some(at);
                         h.exit_how = how.clone();
-                        h.held_at_exit = Some(*held);
+                        // A leaked guard is gone: nobody could ask its
+                        // `is_held()`, so the exit says nothing about it.
+                        h.held_at_exit = (!how.contains("leaked")).then_some(*held);
                     }
                 }
                 Event::Released { hold, result, .. } => {
@@ -560,15 +562,31 @@ impl Model {
     fn attribute_callbacks(&mut self) {
         let end = self.end;
         for (at, client, name) in &self.callbacks {
-            for h in &mut self.holds {
-                let confirmed = h.held_false.is_some() || h.result == "lost";
-                if h.lease.is_none()
-                    && confirmed
+            let live = |h: &Hold| {
+                h.lease.is_none()
                     && &h.client == client
                     && h.names.contains(name)
                     && h.enter <= *at
                     && h.exit.unwrap_or(end) >= *at
-                {
+            };
+            // The callback names the lock, not the thread: with watched
+            // holds of several threads of this client on it, whose record
+            // was lost is unknown, so it is attributed to none of them
+            // (their losses are still judged by `is_held` and releases).
+            let mut actors: Vec<ActorId> = self
+                .holds
+                .iter()
+                .filter(|h| live(h))
+                .map(|h| h.actor)
+                .collect();
+            actors.sort_unstable();
+            actors.dedup();
+            if actors.len() > 1 {
+                continue;
+            }
+            for h in &mut self.holds {
+                let confirmed = h.held_false.is_some() || h.result == "lost";
+                if confirmed && live(h) {
                     h.callback = Some(h.callback.map_or(*at, |t| t.min(*at)));
                 }
             }
