@@ -236,3 +236,28 @@ impl std::fmt::Debug for Backend {
         }
     }
 }
+
+/// The settings of `seed` (credentials, TLS) pointed at another cluster node,
+/// `host:port`; a node that reports no host lives where the seed is.
+#[cfg(feature = "cluster")]
+pub(crate) fn node_at(seed: &ConnectionInfo, host: &str, port: u16) -> ConnectionInfo {
+    use redis::ConnectionAddr;
+    let host = match (host.is_empty(), seed.addr()) {
+        (true, ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. }) => h.clone(),
+        _ => host.to_owned(),
+    };
+    let addr = match seed.addr() {
+        ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => ConnectionAddr::Tcp(host, port),
+    };
+    seed.clone().set_addr(addr)
+}

@@ -101,7 +101,7 @@ mod cluster {
 
     use std::collections::BTreeSet;
 
-    use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, Value};
+    use redis::{IntoConnectionInfo, Value};
 
     use crate::client::Client;
     use crate::error::{Error, Result};
@@ -134,7 +134,7 @@ mod cluster {
                 url: format!("cluster node {address}"),
                 source,
             };
-            let info = at(&seed, host, port);
+            let info = crate::backend::node_at(&seed, &host, port);
             #[cfg(feature = "tls")]
             let node = match &config.tls_root_cert {
                 Some(pem) => redis::Client::build_with_tls(
@@ -159,29 +159,6 @@ mod cluster {
             masters.push(Master { address, conn });
         }
         Ok(masters)
-    }
-
-    /// The seed's settings pointed at `host:port` (a node that reports no
-    /// host lives where the seed is).
-    fn at(seed: &ConnectionInfo, host: String, port: u16) -> ConnectionInfo {
-        let host = match (host.is_empty(), seed.addr()) {
-            (true, ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. }) => h.clone(),
-            _ => host,
-        };
-        let addr = match seed.addr() {
-            ConnectionAddr::TcpTls {
-                insecure,
-                tls_params,
-                ..
-            } => ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure: *insecure,
-                tls_params: tls_params.clone(),
-            },
-            _ => ConnectionAddr::Tcp(host, port),
-        };
-        seed.clone().set_addr(addr)
     }
 
     /// The distinct masters of a `CLUSTER SLOTS` reply, in order.

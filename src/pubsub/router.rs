@@ -510,7 +510,7 @@ mod cluster {
 
     use std::sync::Arc;
 
-    use redis::{ConnectionAddr, ConnectionInfo, RedisResult, Value};
+    use redis::{ConnectionInfo, RedisResult, Value};
 
     use crate::backend::Backend;
     use crate::config::Config;
@@ -610,29 +610,7 @@ mod cluster {
             .pubsub_target(0)
             .or_else(|_| redis::IntoConnectionInfo::into_connection_info("redis://127.0.0.1/"))
             .unwrap_or_else(|_| unreachable!("a constant, valid URL"));
-        // A node that reports no host lives where we asked.
-        let host = if host.is_empty() {
-            match seed.addr() {
-                ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. } => h.clone(),
-                _ => host.to_owned(),
-            }
-        } else {
-            host.to_owned()
-        };
-        let addr = match seed.addr() {
-            ConnectionAddr::TcpTls {
-                insecure,
-                tls_params,
-                ..
-            } => ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure: *insecure,
-                tls_params: tls_params.clone(),
-            },
-            _ => ConnectionAddr::Tcp(host, port),
-        };
-        seed.set_addr(addr)
+        crate::backend::node_at(&seed, host, port)
     }
 
     fn major_version(info: ConnectionInfo, config: &Config) -> Option<u32> {
