@@ -89,6 +89,25 @@ pub enum Error {
         /// What the name holds instead.
         found: String,
     },
+    /// The system refused to start one of the client's threads (too many
+    /// threads, too little memory).
+    Spawn {
+        /// The thread's name, e.g. `redhold-watchdog`.
+        thread: &'static str,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// Redis holds a value under one of the lock's keys that no lock
+    /// client writes (say, a fencing token counter that is not a positive
+    /// number): something else changed it. Nothing was handed out.
+    Corrupt {
+        /// The lock name.
+        lock: String,
+        /// The key that holds the value.
+        key: String,
+        /// What it holds, and what it should hold.
+        found: String,
+    },
     /// The client was built in another process and this one is a `fork()`
     /// of it: its holder ids belong to the parent, so using it here would
     /// share the parent's holds. Nothing was sent to Redis.
@@ -104,6 +123,20 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// The error and each of its causes ([`source`](std::error::Error::source)),
+    /// joined by `": "`, for logs and messages on one line; `Display` shows
+    /// only the error itself, as error chains expect.
+    pub(crate) fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(e) = cause {
+            text.push_str(": ");
+            text.push_str(&e.to_string());
+            cause = e.source();
+        }
+        text
+    }
+
     /// True when the error is a Redis timeout: the server is stalled or
     /// unreachable and the call may succeed later.
     pub fn is_timeout(&self) -> bool {
@@ -132,9 +165,10 @@ pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // The Redis error itself is the `source()`: not repeated here.
             Error::Redis(e) if is_transient(e) => write!(
                 f,
-                "Redis is unreachable or too slow ({e}); the call was retried and gave up: \
+                "Redis is unreachable or too slow; the call was retried and gave up: \
                  check that the server is up, or raise the client's response timeout"
             ),
             Error::Redis(e)
@@ -142,22 +176,22 @@ impl fmt::Display for Error {
             {
                 write!(
                     f,
-                    "Redis refused a lock command for lack of permission ({e}); the ACL user needs \
+                    "Redis refused a lock command for lack of permission; the ACL user needs \
                      +@scripting +@pubsub +ping +exists +hget +pttl and access to the lock's keys and channels"
                 )
             }
-            Error::Redis(e) => write!(f, "Redis command failed: {e}"),
+            Error::Redis(_) => write!(f, "a Redis command failed"),
             Error::Connect { url, source } if source.to_string().contains("certificate") => {
                 write!(
                     f,
-                    "cannot connect to Redis at {url}: {source}; if the server's certificate \
-                     is signed by your own CA, give that CA with ClientBuilder::tls_root_cert"
+                    "cannot connect to Redis at {url}; if the server's certificate is signed \
+                     by your own CA, give that CA with ClientBuilder::tls_root_cert"
                 )
             }
-            Error::Connect { url, source } => write!(
+            Error::Connect { url, .. } => write!(
                 f,
-                "cannot connect to Redis at {url}: {source}; check that the server runs \
-                 there and that the credentials are right"
+                "cannot connect to Redis at {url}; check that the server runs there and that \
+                 the credentials are right"
             ),
             Error::InvalidUrl { url, reason } => {
                 write!(f, "invalid Redis URL {url:?}: {reason}")
@@ -206,6 +240,16 @@ impl fmt::Display for Error {
                 "lock {lock:?} was used as a {expected} but holds {found}: one name must be \
                  used with one kind of lock; pick another name or release the other lock first"
             ),
+            Error::Spawn { thread, .. } => write!(
+                f,
+                "the system refused to start redhold's {thread} thread; the process may have \
+                 too many threads or too little memory"
+            ),
+            Error::Corrupt { lock, key, found } => write!(
+                f,
+                "lock {lock:?}: key {key:?} holds {found}, which no lock client writes; \
+                 something else changed it: delete the key or use another lock name"
+            ),
             Error::ForkedProcess { parent, child } => write!(
                 f,
                 "this redhold client was built in process {parent} and cannot be used in its \
@@ -220,6 +264,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Redis(e) | Error::Connect { source: e, .. } => Some(e),
+            Error::Spawn { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -243,6 +288,30 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("orders:42"), "{text}");
         assert!(text.contains("lease"), "{text}");
+    }
+
+    #[test]
+    fn display_leaves_the_cause_to_source() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused here");
+        let e = Error::Connect {
+            url: "redis://h:1/".into(),
+            source: redis::RedisError::from(io),
+        };
+        let own = e.to_string();
+        let cause = std::error::Error::source(&e).expect("a source").to_string();
+        assert!(cause.contains("refused here"), "{cause}");
+        assert!(
+            !own.contains("refused here"),
+            "printed twice in a chain: {own}"
+        );
+        assert!(e.chain().starts_with(&own), "{}", e.chain());
+        assert!(e.chain().ends_with(&cause), "{}", e.chain());
+        let spawn = Error::Spawn {
+            thread: "redhold-watchdog",
+            source: std::io::Error::other("no threads left"),
+        };
+        assert!(!spawn.is_connection_error());
+        assert!(spawn.chain().contains("no threads left"));
     }
 
     #[test]

@@ -2,52 +2,12 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
-use std::time::Instant;
 
 use crate::error::Result;
+use crate::hold::Hold;
 use crate::kind::{Fenced, LockKind, Reentrant};
 use crate::lock::Lock;
 use crate::names;
-use crate::renewals::HoldRecord;
-
-/// One hold, as its guard knows it: the generation it belongs to and how
-/// it is kept alive.
-#[derive(Debug)]
-pub(crate) struct Hold {
-    /// The generation of holds this one belongs to; once that is no longer
-    /// live, this hold is gone and its guard releases nothing.
-    pub(crate) record: Arc<HoldRecord>,
-    pub(crate) renewal: Renewal,
-}
-
-/// How a hold is kept alive.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Renewal {
-    /// Renewed by the watchdog until released.
-    Watched,
-    /// Expires after its lease; `expires_at` is `None` when unknown.
-    Leased { expires_at: Option<Instant> },
-    /// No guard stands for it: a hold given up with `leak`, released by
-    /// `Lock::unlock`.
-    Unguarded,
-}
-
-impl Hold {
-    /// Whether the watchdog renews this hold.
-    pub(crate) fn is_watched(&self) -> bool {
-        matches!(self.renewal, Renewal::Watched)
-    }
-
-    /// Whether the hold is still believed held, without asking Redis.
-    pub(crate) fn is_held(&self) -> bool {
-        self.record.is_live()
-            && match self.renewal {
-                Renewal::Watched | Renewal::Unguarded => true,
-                Renewal::Leased { expires_at } => expires_at.is_none_or(|at| Instant::now() < at),
-            }
-    }
-}
 
 /// One hold on a [`Lock`] of kind `K`, released when the guard is dropped.
 ///
@@ -96,12 +56,8 @@ impl<K: LockKind> LockGuard<K> {
     /// the lock; [`Lock::is_held_by_current_thread`] asks Redis.
     pub fn is_held(&self) -> bool {
         let client = self.lock.client();
-        self.hold.is_held()
-            // Once the client is shut down nothing renews a watched hold: it
-            // runs out a watchdog timeout after its last renewal.
-            && !(self.hold.is_watched()
-                && client.is_shut_down()
-                && self.hold.record.last_confirmed().elapsed() >= client.watchdog_timeout())
+        self.hold
+            .is_held_after(client.is_shut_down(), client.watchdog_timeout())
     }
 
     /// The lock this guard holds.
@@ -144,10 +100,7 @@ impl<K: LockKind> LockGuard<K> {
     /// [`Lock::unlock`] once the thread is done with it.
     pub fn leak(mut self) {
         self.done = true;
-        self.lock
-            .client()
-            .renewals()
-            .leak(&self.hold.record, self.hold.is_watched());
+        self.lock.leak(&self.hold);
     }
 }
 
@@ -166,8 +119,9 @@ impl<K: LockKind> Drop for LockGuard<K> {
         }
         if let Err(e) = self.lock.release(&self.hold) {
             log::warn!(
-                "redhold: releasing lock {:?} on guard drop failed: {e}",
-                names::shorten(self.lock.name())
+                "redhold: releasing lock {:?} on guard drop failed: {}",
+                names::shorten(self.lock.name()),
+                e.chain()
             );
         }
     }

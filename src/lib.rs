@@ -43,13 +43,14 @@
 
 #![forbid(unsafe_code)]
 
-mod backend;
+mod builder;
 mod client;
 mod config;
-mod connections;
+mod engine;
 mod error;
 mod global;
 mod guard;
+mod hold;
 pub mod inspect;
 mod interrupt;
 mod kind;
@@ -58,25 +59,25 @@ mod lost_callbacks;
 mod multi_lock;
 mod names;
 mod pubsub;
+mod read_write;
 mod red_lock;
 mod renewals;
 mod scripts;
-#[cfg(feature = "sentinel")]
-mod sentinel;
-mod slot;
+mod server;
 mod stats;
 mod thread_id;
 mod waiting;
 mod watchdog;
 
+pub use builder::ClientBuilder;
 pub use client::Client;
-pub use config::ClientBuilder;
 pub use error::{Error, Result};
 pub use global::global;
 pub use guard::LockGuard;
 pub use interrupt::Interrupt;
-pub use kind::{Fair, Fenced, LockKind, Read, ReadWriteLock, Reentrant, Spin, Write};
+pub use kind::{Fair, Fenced, LockKind, Read, Reentrant, Spin, Write};
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReentrantLock, SpinLock, WriteLock};
 pub use multi_lock::{MultiLock, MultiLockGuard};
+pub use read_write::ReadWriteLock;
 pub use red_lock::{RedLock, RedLockGuard};
 pub use stats::Stats;

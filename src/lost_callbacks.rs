@@ -12,7 +12,9 @@ use crossbeam_channel::{bounded, select, unbounded, Receiver, RecvTimeoutError, 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::watchdog::LostCallback;
+
+/// Called with a lock's name when the client finds that lock lost.
+pub(crate) type LostCallback = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How long `shutdown` waits for callbacks still queued or running before
 /// it leaves them to finish on their own thread.
@@ -82,7 +84,10 @@ impl LostCallbacks {
                 let _ended = ended_tx;
                 run(&*callback, &names, &stopped);
             })
-            .map_err(|e| Error::Redis(e.into()))?;
+            .map_err(|source| Error::Spawn {
+                thread: "redhold-callbacks",
+                source,
+            })?;
         let running = Running {
             thread,
             stop,

@@ -250,7 +250,11 @@ impl RedLock {
                     hopeless.1.get_or_insert(e);
                 }
                 Err(e) => {
-                    log::debug!("redhold RedLock: server of {:?} failed: {e}", lock.client());
+                    log::debug!(
+                        "redhold RedLock: server of {:?} failed: {}",
+                        lock.client(),
+                        e.chain()
+                    );
                     refused += 1;
                     // The request may have taken the lock before its reply
                     // was lost: release it with the others, whenever that is.
@@ -295,8 +299,9 @@ fn release_unsure(unsure: Vec<Lock>) {
             Ok(()) | Err(Error::NotHeld { .. }) => {}
             Err(e) => log::debug!(
                 "redhold RedLock: releasing {:?} on a server that did not answer the \
-                 acquire failed ({e}); it expires on its own",
-                lock
+                 acquire failed ({}); it expires on its own",
+                lock,
+                e.chain()
             ),
         }
     }
@@ -376,7 +381,10 @@ impl RedLockGuard {
 impl Drop for RedLockGuard {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
-            log::warn!("redhold: releasing a RedLock on guard drop failed: {e}");
+            log::warn!(
+                "redhold: releasing a RedLock on guard drop failed: {}",
+                e.chain()
+            );
         }
     }
 }

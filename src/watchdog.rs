@@ -10,20 +10,16 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
-use crate::connections::Connections;
 use crate::error::{Error, Result};
 use crate::lost_callbacks::LostNotifier;
 use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
 use crate::scripts;
-use crate::slot;
+use crate::server::{slot, Server};
 use crate::stats::Counters;
 
 /// Locks renewed per script call: 10,000 held locks cost 100 round trips.
 pub(crate) const RENEW_BATCH: usize = 100;
-
-/// Called with a lock's name when the client finds that lock lost.
-pub(crate) type LostCallback = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Handle on the watchdog thread.
 pub(crate) struct Watchdog {
@@ -42,7 +38,7 @@ impl fmt::Debug for Watchdog {
 
 /// What the watchdog thread needs, and nothing of the client that owns it.
 pub(crate) struct Renewer {
-    pub(crate) connections: Arc<Connections>,
+    pub(crate) server: Arc<Server>,
     pub(crate) renewals: Arc<RenewalMap>,
     pub(crate) timeout: Duration,
     pub(crate) counters: Arc<Counters>,
@@ -65,7 +61,10 @@ impl Watchdog {
                     Counters::bump(&renewer.counters.renewal_passes);
                 }
             })
-            .map_err(|e| Error::Redis(e.into()))?;
+            .map_err(|source| Error::Spawn {
+                thread: "redhold-watchdog",
+                source,
+            })?;
         Ok(Watchdog {
             stop: Mutex::new(Some(stop)),
             thread: Mutex::new(Some(thread)),
@@ -131,7 +130,7 @@ impl Renewer {
                         None
                     }
                     Err(e) => {
-                        log::warn!("redhold watchdog: cannot renew locks: {e}");
+                        log::warn!("redhold watchdog: cannot renew locks: {}", e.chain());
                         unreachable = e.is_connection_error();
                         None
                     }
@@ -176,7 +175,7 @@ impl Renewer {
                 .map(<[_]>::to_vec)
                 .collect::<Vec<_>>()
         };
-        if !self.connections.backend().is_cluster() {
+        if !self.server.is_cluster() {
             return chunked(&records);
         }
         let mut by_slot: BTreeMap<u16, Vec<Arc<HoldRecord>>> = BTreeMap::new();
@@ -195,7 +194,7 @@ impl Renewer {
         timeout_ms: u64,
         deadline: Option<Instant>,
     ) -> Result<Vec<bool>> {
-        let (flags, acknowledged) = self.connections.run_write(
+        let (flags, acknowledged) = self.server.pool().run_write(
             deadline,
             |conn| {
                 let mut call = scripts::RENEW.prepare_invoke();
@@ -211,7 +210,7 @@ impl Renewer {
             |flags| flags.contains(&true),
         )?;
         if let (Some(acknowledged), Some(wanted)) =
-            (acknowledged, self.connections.replicas_wanted())
+            (acknowledged, self.server.pool().replicas_wanted())
         {
             if acknowledged < wanted {
                 log::warn!(

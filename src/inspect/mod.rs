@@ -184,8 +184,9 @@ impl Client {
     /// [`Error::InvalidName`], [`Error::Shutdown`], [`Error::Redis`].
     pub fn inspect(&self, name: &str) -> Result<LockInfo> {
         names::validate(name)?;
-        let mut info = snapshot::read(self, name)?;
-        info.subscribers = snapshot::subscribers(self, &info)?;
+        let server = self.engine().server();
+        let mut info = snapshot::read(server, name)?;
+        info.subscribers = snapshot::subscribers(server, &info)?;
         Ok(info)
     }
 
@@ -207,7 +208,7 @@ impl Client {
     /// [`Error::Shutdown`], [`Error::Redis`].
     pub fn list_locks(&self, pattern: &str) -> Result<Vec<LockInfo>> {
         let mut locks = Vec::new();
-        for name in scan::lock_names(self, pattern)? {
+        for name in scan::lock_names(self.engine().server(), pattern)? {
             match self.inspect(&name) {
                 Ok(info) if !info.is_vacant() => locks.push(info),
                 // Released meanwhile, or a hash that is not a lock.
@@ -245,7 +246,7 @@ impl Client {
                 } else if rw.read().force_unlock()? {
                     // The read side announces "0" (one waiter per process);
                     // "1" makes every waiter look again, as after a write.
-                    snapshot::wake_all(self, name)?;
+                    snapshot::wake_all(self.engine().server(), name)?;
                     true
                 } else {
                     false

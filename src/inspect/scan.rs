@@ -7,8 +7,8 @@ use redis::{ConnectionLike, RedisResult};
 
 use super::pattern;
 use super::snapshot::QUEUE_PREFIX;
-use crate::client::Client;
 use crate::error::Result;
+use crate::server::Server;
 
 /// Keys asked for per `SCAN` call.
 const PAGE: usize = 1000;
@@ -16,24 +16,24 @@ const PAGE: usize = 1000;
 /// The names of every hash matching `pattern` and of every lock whose fair
 /// queue exists and whose name matches it: candidates, each still to be
 /// read to know whether it is a lock.
-pub(super) fn lock_names(client: &Client, pattern: &str) -> Result<BTreeSet<String>> {
+pub(super) fn lock_names(server: &Server, pattern: &str) -> Result<BTreeSet<String>> {
     #[cfg(feature = "cluster")]
-    if let crate::config::Deployment::Cluster(seeds) = &client.config().deployment {
+    if server.is_cluster() {
+        server.check_open()?;
         let mut names = BTreeSet::new();
-        for mut master in cluster::masters(client, seeds)? {
-            let found = collect(&mut master.conn, pattern).map_err(|source| {
-                crate::error::Error::Connect {
-                    url: format!("cluster node {}", master.address),
+        for (address, mut conn) in server.connect_masters()? {
+            let found =
+                collect(&mut conn, pattern).map_err(|source| crate::error::Error::Connect {
+                    url: format!("cluster node {address}"),
                     source,
-                }
-            })?;
+                })?;
             names.extend(found);
         }
         return Ok(names);
     }
     // Every pooled connection reaches the same server; a scan cut short by
     // a dropped connection starts again on the next.
-    client.run(|conn| collect(conn, pattern))
+    server.run(|conn| collect(conn, pattern))
 }
 
 /// The candidate names on the server behind `conn`.
@@ -91,102 +91,6 @@ fn name_of_helper(prefix: &str, key: &str) -> Option<String> {
         }
     }
     rest.contains('{').then(|| rest.to_owned())
-}
-
-#[cfg(feature = "cluster")]
-mod cluster {
-    //! Direct connections to each master of a cluster: `SCAN` covers only
-    //! the node it is sent to, and the cluster client routes a keyless
-    //! command to any one node.
-
-    use std::collections::BTreeSet;
-
-    use redis::{IntoConnectionInfo, Value};
-
-    use crate::client::Client;
-    use crate::error::{Error, Result};
-
-    /// A connection to one master.
-    pub(super) struct Master {
-        /// `host:port`, for errors.
-        pub(super) address: String,
-        pub(super) conn: redis::Connection,
-    }
-
-    /// Connects to every master listed by `CLUSTER SLOTS`, with the
-    /// credentials and TLS settings of the first seed.
-    pub(super) fn masters(client: &Client, seeds: &[String]) -> Result<Vec<Master>> {
-        let reply: Value = client.run(|conn| redis::cmd("CLUSTER").arg("SLOTS").query(conn))?;
-        let seed = seeds
-            .first()
-            .map(String::as_str)
-            .unwrap_or_default()
-            .into_connection_info()
-            .map_err(|e| Error::InvalidUrl {
-                url: crate::config::redact_url(seeds.first().map_or("", String::as_str)),
-                reason: e.to_string(),
-            })?;
-        let config = client.config();
-        let mut masters = Vec::new();
-        for (host, port) in addresses(&reply) {
-            let address = format!("{host}:{port}");
-            let connect_error = |source| Error::Connect {
-                url: format!("cluster node {address}"),
-                source,
-            };
-            let info = crate::backend::node_at(&seed, &host, port);
-            #[cfg(feature = "tls")]
-            let node = match &config.tls_root_cert {
-                Some(pem) => redis::Client::build_with_tls(
-                    info,
-                    redis::TlsCertificates {
-                        client_tls: None,
-                        root_cert: Some(pem.clone()),
-                    },
-                ),
-                None => redis::Client::open(info),
-            };
-            #[cfg(not(feature = "tls"))]
-            let node = redis::Client::open(info);
-            let conn = node
-                .and_then(|node| node.get_connection_with_timeout(config.connect_timeout))
-                .and_then(|conn| {
-                    conn.set_read_timeout(Some(config.response_timeout))?;
-                    conn.set_write_timeout(Some(config.response_timeout))?;
-                    Ok(conn)
-                })
-                .map_err(connect_error)?;
-            masters.push(Master { address, conn });
-        }
-        Ok(masters)
-    }
-
-    /// The distinct masters of a `CLUSTER SLOTS` reply, in order.
-    fn addresses(reply: &Value) -> BTreeSet<(String, u16)> {
-        let mut masters = BTreeSet::new();
-        let Value::Array(ranges) = reply else {
-            return masters;
-        };
-        for range in ranges {
-            let Value::Array(parts) = range else { continue };
-            let Some(Value::Array(master)) = parts.get(2) else {
-                continue;
-            };
-            let host = match master.first() {
-                Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
-                Some(Value::SimpleString(s)) => s.clone(),
-                _ => continue,
-            };
-            let Some(port) = master.get(1).and_then(|p| match p {
-                Value::Int(p) => u16::try_from(*p).ok(),
-                _ => None,
-            }) else {
-                continue;
-            };
-            masters.insert((host, port));
-        }
-        masters
-    }
 }
 
 #[cfg(test)]

@@ -3,17 +3,14 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use once_cell::sync::Lazy;
-use redis::{Script, Value};
+use redis::Value;
 use uuid::Uuid;
 
 use super::{Holder, Kind, LockInfo, Mode, Waiter};
-use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names;
-
-/// `lua/inspect.lua`.
-static INSPECT: Lazy<Script> = Lazy::new(|| Script::new(include_str!("../../lua/inspect.lua")));
+use crate::scripts;
+use crate::server::Server;
 
 /// The prefixes of a lock's helpers (see `docs/wire-format.md`).
 pub(super) const QUEUE_PREFIX: &str = "redisson_lock_queue";
@@ -39,7 +36,7 @@ pub(super) struct Raw {
 }
 
 /// Runs the script for `name` and reads its reply; `subscribers` is left 0.
-pub(super) fn read(client: &Client, name: &str) -> Result<LockInfo> {
+pub(super) fn read(server: &Server, name: &str) -> Result<LockInfo> {
     let queue = names::prefixed(QUEUE_PREFIX, name);
     let deadlines = names::prefixed(DEADLINES_PREFIX, name);
     let token = names::prefixed(TOKEN_PREFIX, name);
@@ -51,8 +48,8 @@ pub(super) fn read(client: &Client, name: &str) -> Result<LockInfo> {
         Vec<Vec<u8>>,
         Option<Vec<u8>>,
     );
-    let (key_type, fields, pttl, queue, deadlines, token): Reply = client.run(|conn| {
-        INSPECT
+    let (key_type, fields, pttl, queue, deadlines, token): Reply = server.run(|conn| {
+        scripts::INSPECT
             .key(name)
             .key(&queue)
             .key(&deadlines)
@@ -204,15 +201,15 @@ fn channels(info: &LockInfo) -> Vec<String> {
 /// `PUBSUB SHARDNUMSUB` with sharded pub/sub. On a cluster the command goes
 /// to every node and the counts are added up (classic subscribers are
 /// spread over the nodes; sharded ones are all on the slot's owner).
-pub(super) fn subscribers(client: &Client, info: &LockInfo) -> Result<u64> {
-    let sub = if client.publish_command() == "spublish" {
+pub(super) fn subscribers(server: &Server, info: &LockInfo) -> Result<u64> {
+    let sub = if server.publish_command() == "spublish" {
         "SHARDNUMSUB"
     } else {
         "NUMSUB"
     };
     let channels = channels(info);
     let reply: Value =
-        client.run(|conn| redis::cmd("PUBSUB").arg(sub).arg(&channels).query(conn))?;
+        server.run(|conn| redis::cmd("PUBSUB").arg(sub).arg(&channels).query(conn))?;
     Ok(count_subscribers(&reply))
 }
 
@@ -232,10 +229,10 @@ fn count_subscribers(reply: &Value) -> u64 {
 
 /// Publishes "1" on a read-write lock's channel: every waiter, in every
 /// process, looks again.
-pub(super) fn wake_all(client: &Client, name: &str) -> Result<()> {
+pub(super) fn wake_all(server: &Server, name: &str) -> Result<()> {
     let channel = names::prefixed(RW_CHANNEL_PREFIX, name);
-    let _: i64 = client.run(|conn| {
-        redis::cmd(client.publish_command())
+    let _: i64 = server.run(|conn| {
+        redis::cmd(server.publish_command())
             .arg(&channel)
             .arg("1")
             .query(conn)

@@ -2,33 +2,20 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use once_cell::sync::Lazy;
-use redis::Script;
-
 use super::sealed::KindOps;
 use super::{Attempt, Target};
-use crate::client::Client;
+use crate::config::Config;
 use crate::error::Result;
 use crate::names;
 use crate::scripts;
 
-static FAIR_ACQUIRE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/fair_acquire.lua")));
-static FAIR_RELEASE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/fair_release.lua")));
-static FAIR_GIVE_UP: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/fair_give_up.lua")));
-static FAIR_FORCE_RELEASE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/fair_force_release.lua")));
-
-/// A first-come, first-served lock: [`FairLock`](crate::FairLock), made by
-/// [`Client::fair_lock`](crate::Client::fair_lock).
+/// A first-come, first-served lock: the kind of [`FairLock`](crate::FairLock).
 ///
 /// Waiters queue in Redis in arrival order, across threads and processes,
 /// and only the head of the queue is woken (each waiter listens on its own
 /// channel). A waiter that gives up leaves the queue at once; one that dies
 /// is dropped once its deadline passes, the fair wait timeout after its turn
-/// was due (see [`ClientBuilder::fair_wait_timeout`](crate::ClientBuilder::fair_wait_timeout)).
+/// was due (see the builder's `fair_wait_timeout`).
 #[derive(Debug)]
 pub struct Fair {
     queue: String,
@@ -51,12 +38,12 @@ impl KindOps for Fair {
 
     const DESCRIPTION: &'static str = "fair lock";
 
-    fn for_name(name: &str, client: &Client) -> Self {
+    fn for_name(name: &str, config: &Config) -> Self {
         Fair {
             queue: names::prefixed("redisson_lock_queue", name),
             deadlines: names::prefixed("redisson_lock_timeout", name),
             channel_prefix: names::lock_channel(name),
-            wait_timeout_ms: client.config().fair_wait_timeout.as_millis() as u64,
+            wait_timeout_ms: config.fair_wait_timeout.as_millis() as u64,
         }
     }
 
@@ -71,10 +58,10 @@ impl KindOps for Fair {
         field: &str,
         may_queue: bool,
     ) -> Result<Attempt<()>> {
-        let reply: Vec<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.server.run_write(
             at.name,
             |conn| {
-                FAIR_ACQUIRE
+                scripts::FAIR_ACQUIRE
                     .key(at.name)
                     .key(&self.queue)
                     .key(&self.deadlines)
@@ -92,10 +79,10 @@ impl KindOps for Fair {
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-        at.client.run_write(
+        at.server.run_write(
             at.name,
             |conn| {
-                FAIR_RELEASE
+                scripts::FAIR_RELEASE
                     .key(at.name)
                     .key(&self.queue)
                     .key(&self.deadlines)
@@ -105,7 +92,7 @@ impl KindOps for Fair {
                     .arg(field)
                     .arg(now_ms())
                     .arg(latch_ttl_ms)
-                    .arg(at.client.publish_command())
+                    .arg(at.server.publish_command())
                     .invoke(conn)
             },
             |reply: &Option<i64>| reply.is_some(),
@@ -113,17 +100,17 @@ impl KindOps for Fair {
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
-        let deleted: i64 = at.client.run_write(
+        let deleted: i64 = at.server.run_write(
             at.name,
             |conn| {
-                FAIR_FORCE_RELEASE
+                scripts::FAIR_FORCE_RELEASE
                     .key(at.name)
                     .key(&self.queue)
                     .key(&self.deadlines)
                     .key(&self.channel_prefix)
                     .arg(scripts::WAKE_ONE)
                     .arg(now_ms())
-                    .arg(at.client.publish_command())
+                    .arg(at.server.publish_command())
                     .invoke(conn)
             },
             |deleted: &i64| *deleted == 1,
@@ -132,8 +119,8 @@ impl KindOps for Fair {
     }
 
     fn give_up(&self, at: Target<'_>, field: &str) -> Result<()> {
-        let _: i64 = at.client.run_cleanup(|conn| {
-            FAIR_GIVE_UP
+        let _: i64 = at.server.run_cleanup(|conn| {
+            scripts::FAIR_GIVE_UP
                 .key(at.name)
                 .key(&self.queue)
                 .key(&self.deadlines)
@@ -141,7 +128,7 @@ impl KindOps for Fair {
                 .arg(field)
                 .arg(self.wait_timeout_ms)
                 .arg(scripts::WAKE_ONE)
-                .arg(at.client.publish_command())
+                .arg(at.server.publish_command())
                 .invoke(conn)
         })?;
         Ok(())

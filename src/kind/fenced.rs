@@ -1,22 +1,16 @@
 //! The fenced lock: a plain lock whose every acquire returns a token larger
 //! than all tokens handed out before for that name.
 
-use once_cell::sync::Lazy;
-use redis::Script;
-
-use super::reentrant::{force_release_hash, release_hash};
+use super::hash;
 use super::sealed::{unexpected_reply, KindOps};
 use super::{Attempt, Target};
-use crate::client::Client;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::names;
+use crate::scripts;
 
-/// `lua/fenced_acquire.lua`.
-static FENCED_ACQUIRE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/fenced_acquire.lua")));
-
-/// A lock that hands out fencing tokens: [`FencedLock`](crate::FencedLock),
-/// made by [`Client::fenced_lock`](crate::Client::fenced_lock).
+/// A lock that hands out fencing tokens: the kind of
+/// [`FencedLock`](crate::FencedLock).
 ///
 /// Pass [`LockGuard::token`](crate::LockGuard::token) along with every write
 /// to the protected storage and have the storage refuse a token smaller than
@@ -35,7 +29,7 @@ impl KindOps for Fenced {
 
     const DESCRIPTION: &'static str = "fenced lock";
 
-    fn for_name(name: &str, _client: &Client) -> Self {
+    fn for_name(name: &str, _config: &Config) -> Self {
         Fenced {
             channel: names::lock_channel(name),
             token_key: names::prefixed("redisson_lock_token", name),
@@ -53,10 +47,10 @@ impl KindOps for Fenced {
         field: &str,
         _: bool,
     ) -> Result<Attempt<u64>> {
-        let reply: Vec<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.server.run_write(
             at.name,
             |conn| {
-                FENCED_ACQUIRE
+                scripts::FENCED_ACQUIRE
                     .key(at.name)
                     .key(&self.token_key)
                     .arg(lease_ms)
@@ -67,12 +61,10 @@ impl KindOps for Fenced {
         )?;
         match *reply {
             [1, holds, token] if holds > 0 => {
-                let token = u64::try_from(token).map_err(|_| Error::InvalidArgument {
-                    what: "fencing token",
-                    reason: format!(
-                        "the token counter {} holds {token}, not a positive number",
-                        self.token_key
-                    ),
+                let token = u64::try_from(token).map_err(|_| Error::Corrupt {
+                    lock: names::shorten(at.name),
+                    key: names::shorten(&self.token_key),
+                    found: format!("{token}, where a fencing token counter must be positive"),
                 })?;
                 Ok(Attempt::Acquired {
                     grant: token,
@@ -85,10 +77,10 @@ impl KindOps for Fenced {
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        release_hash(at, &self.channel, field, request_id)
+        hash::release(at, &self.channel, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
-        force_release_hash(at, &self.channel)
+        hash::force_release(at, &self.channel)
     }
 }

@@ -1,7 +1,8 @@
 //! The kinds of lock a [`Lock`](crate::Lock) handle can stand for.
 //!
 //! Every kind is waited for, renewed and released by the same machinery in
-//! `lock.rs`; a kind only says which scripts run and on which keys:
+//! `engine.rs`; a kind only says which scripts run and on which keys, and
+//! reaches Redis through the [`Server`] alone:
 //!
 //! | kind         | Redis keys (see `docs/wire-format.md`)        | wakes waiters by              |
 //! |--------------|-----------------------------------------------|-------------------------------|
@@ -11,21 +12,27 @@
 //! | [`Fair`]     | hash, queue list, deadline zset               | pub/sub, the queue's head only |
 //! | [`Read`] / [`Write`] | hash with `mode`, read-hold string keys | pub/sub; a write release wakes all |
 
+// `KindOps` is public only to seal `LockKind`: no one outside the crate can
+// name it, so its methods may take the crate's own `Config` and `Server`.
+#![allow(private_interfaces)]
+
 mod fair;
 mod fenced;
+mod hash;
 mod read_write;
 mod reentrant;
 mod spin;
 
 use std::fmt;
 
-use crate::client::Client;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::renewals::RenewKind;
+use crate::server::Server;
 
 pub use fair::Fair;
 pub use fenced::Fenced;
-pub use read_write::{Read, ReadWriteLock, Write};
+pub use read_write::{Read, Write};
 pub use reentrant::Reentrant;
 pub use spin::Spin;
 
@@ -64,10 +71,10 @@ pub(crate) mod sealed {
         Busy(i64),
     }
 
-    /// Where a kind's operations run: the client and the lock's name.
+    /// Where a kind's operations run: the server and the lock's name.
     #[derive(Clone, Copy, Debug)]
     pub struct Target<'a> {
-        pub client: &'a Client,
+        pub server: &'a Server,
         pub name: &'a str,
     }
 
@@ -75,8 +82,7 @@ pub(crate) mod sealed {
         /// The unlock latch key of release `request_id` and its TTL in ms
         /// (see `lua/release.lua`).
         pub fn unlock_latch(&self, request_id: &str) -> (String, u64) {
-            let ttl = self.client.config().unlock_latch_ttl().as_millis() as u64;
-            (crate::names::unlock_latch(self.name, request_id), ttl)
+            self.server.unlock_latch(self.name, request_id)
         }
     }
 
@@ -139,8 +145,9 @@ pub(crate) mod sealed {
         /// The kind in words, for errors ("plain lock", "read lock", ...).
         const DESCRIPTION: &'static str;
 
-        /// The kind's key names for the lock called `name`.
-        fn for_name(name: &str, client: &Client) -> Self;
+        /// The kind's key names for the lock called `name`, under the
+        /// client's settings.
+        fn for_name(name: &str, config: &Config) -> Self;
 
         /// The hash field of a holder whose plain field is `base`.
         fn holder_field(&self, base: String) -> String {
@@ -193,7 +200,7 @@ pub(crate) mod sealed {
 
         /// Whether anyone holds the lock.
         fn is_locked(&self, at: Target<'_>) -> Result<bool> {
-            at.client
+            at.server
                 .run(|conn| redis::cmd("EXISTS").arg(at.name).query(conn))
         }
 

@@ -1,85 +1,20 @@
-//! The read-write lock: many readers or one writer.
-
-use once_cell::sync::Lazy;
-use redis::Script;
+//! The two kinds of a read-write lock: many readers or one writer.
 
 use super::sealed::KindOps;
 use super::{Attempt, Target};
-use crate::client::Client;
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::lock::Lock;
 use crate::names;
 use crate::renewals::RenewKind;
 use crate::scripts;
 
-static READ_ACQUIRE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/read_acquire.lua")));
-static READ_RELEASE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/read_release.lua")));
-static WRITE_ACQUIRE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/write_acquire.lua")));
-static WRITE_RELEASE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/write_release.lua")));
-static RW_FORCE_RELEASE: Lazy<Script> =
-    Lazy::new(|| Script::new(include_str!("../../lua/rw_force_release.lua")));
-
 /// Suffix of a writer's field: `<client-uuid>:<thread-id>:write`.
 const WRITE_SUFFIX: &str = ":write";
-/// Wakes one waiter (a read release) / every waiter (a write release).
-const WAKE_ALL: &str = "1";
 /// `write_acquire.lua`'s reply when the caller holds only read holds.
 const UPGRADE_REFUSED: i64 = -3;
 
-/// A pair of locks on one name: shared read holds, or one exclusive write
-/// hold. Made by [`Client::read_write_lock`](crate::Client::read_write_lock).
-///
-/// ```no_run
-/// # fn main() -> redhold::Result<()> {
-/// let client = redhold::Client::open("redis://127.0.0.1:6379/")?;
-/// let rw = client.read_write_lock("config");
-/// {
-///     let _r1 = rw.read().lock()?;   // readers share the lock
-/// }
-/// let _w = rw.write().lock()?;        // the writer excludes everyone
-/// let _r = rw.read().lock()?;         // ...but may read too (and keep
-///                                     // reading after writing: a downgrade)
-/// # Ok(()) }
-/// ```
-///
-/// A thread that holds only read holds and asks for the write lock gets
-/// [`Error::UpgradeNotSupported`] at once: it could never be granted while
-/// the thread itself reads.
-#[derive(Clone, Debug)]
-pub struct ReadWriteLock {
-    read: Lock<Read>,
-    write: Lock<Write>,
-}
-
-impl ReadWriteLock {
-    pub(crate) fn new(client: &Client, name: String) -> Self {
-        ReadWriteLock {
-            read: Lock::new(client.clone(), name.clone()),
-            write: Lock::new(client.clone(), name),
-        }
-    }
-
-    /// The lock's name.
-    pub fn name(&self) -> &str {
-        self.read.name()
-    }
-
-    /// The shared (read) side.
-    pub fn read(&self) -> Lock<Read> {
-        self.read.clone()
-    }
-
-    /// The exclusive (write) side.
-    pub fn write(&self) -> Lock<Write> {
-        self.write.clone()
-    }
-}
-
-/// The read side of a [`ReadWriteLock`]: [`ReadLock`](crate::ReadLock).
+/// The read side of a [`ReadWriteLock`](crate::ReadWriteLock): the kind of
+/// [`ReadLock`](crate::ReadLock).
 #[derive(Debug)]
 pub struct Read {
     channel: String,
@@ -87,7 +22,8 @@ pub struct Read {
     base: String,
 }
 
-/// The write side of a [`ReadWriteLock`]: [`WriteLock`](crate::WriteLock).
+/// The write side of a [`ReadWriteLock`](crate::ReadWriteLock): the kind of
+/// [`WriteLock`](crate::WriteLock).
 #[derive(Debug)]
 pub struct Write {
     channel: String,
@@ -107,15 +43,15 @@ fn rw_channel(name: &str) -> String {
 }
 
 fn force_release_mode(at: Target<'_>, channel: &str, mode: &str, message: &str) -> Result<bool> {
-    let deleted: i64 = at.client.run_write(
+    let deleted: i64 = at.server.run_write(
         at.name,
         |conn| {
-            RW_FORCE_RELEASE
+            scripts::RW_FORCE_RELEASE
                 .key(at.name)
                 .key(channel)
                 .arg(mode)
                 .arg(message)
-                .arg(at.client.publish_command())
+                .arg(at.server.publish_command())
                 .invoke(conn)
         },
         |deleted: &i64| *deleted == 1,
@@ -125,7 +61,7 @@ fn force_release_mode(at: Target<'_>, channel: &str, mode: &str, message: &str) 
 
 fn mode_is(at: Target<'_>, mode: &str) -> Result<bool> {
     let current: Option<String> = at
-        .client
+        .server
         .run(|conn| redis::cmd("HGET").arg(at.name).arg("mode").query(conn))?;
     Ok(current.as_deref() == Some(mode))
 }
@@ -135,7 +71,7 @@ impl KindOps for Read {
 
     const DESCRIPTION: &'static str = "read lock";
 
-    fn for_name(name: &str, _client: &Client) -> Self {
+    fn for_name(name: &str, _config: &Config) -> Self {
         Read {
             channel: rw_channel(name),
             base: hold_key_base(name),
@@ -159,10 +95,10 @@ impl KindOps for Read {
     ) -> Result<Attempt<()>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let writer = format!("{field}{WRITE_SUFFIX}");
-        let reply: Vec<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.server.run_write(
             at.name,
             |conn| {
-                READ_ACQUIRE
+                scripts::READ_ACQUIRE
                     .key(at.name)
                     .key(&prefix)
                     .arg(lease_ms)
@@ -178,10 +114,10 @@ impl KindOps for Read {
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-        at.client.run_write(
+        at.server.run_write(
             at.name,
             |conn| {
-                READ_RELEASE
+                scripts::READ_RELEASE
                     .key(at.name)
                     .key(&self.channel)
                     .key(&prefix)
@@ -190,7 +126,7 @@ impl KindOps for Read {
                     .arg(scripts::WAKE_ONE)
                     .arg(field)
                     .arg(latch_ttl_ms)
-                    .arg(at.client.publish_command())
+                    .arg(at.server.publish_command())
                     .invoke(conn)
             },
             |reply: &Option<i64>| reply.is_some(),
@@ -205,7 +141,7 @@ impl KindOps for Read {
     /// also reads (a field besides `mode` and the writer's), as Redisson's
     /// `readLock().isLocked()` says.
     fn is_locked(&self, at: Target<'_>) -> Result<bool> {
-        let (mode, fields): (Option<String>, usize) = at.client.run(|conn| {
+        let (mode, fields): (Option<String>, usize) = at.server.run(|conn| {
             redis::pipe()
                 .cmd("HGET")
                 .arg(at.name)
@@ -227,7 +163,7 @@ impl KindOps for Write {
 
     const DESCRIPTION: &'static str = "write lock";
 
-    fn for_name(name: &str, _client: &Client) -> Self {
+    fn for_name(name: &str, _config: &Config) -> Self {
         Write {
             channel: rw_channel(name),
         }
@@ -249,10 +185,10 @@ impl KindOps for Write {
         _: bool,
     ) -> Result<Attempt<()>> {
         let reader = field.strip_suffix(WRITE_SUFFIX).unwrap_or(field);
-        let reply: Vec<i64> = at.client.run_write(
+        let reply: Vec<i64> = at.server.run_write(
             at.name,
             |conn| {
-                WRITE_ACQUIRE
+                scripts::WRITE_ACQUIRE
                     .key(at.name)
                     .arg(lease_ms)
                     .arg(field)
@@ -271,17 +207,17 @@ impl KindOps for Write {
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-        at.client.run_write(
+        at.server.run_write(
             at.name,
             |conn| {
-                WRITE_RELEASE
+                scripts::WRITE_RELEASE
                     .key(at.name)
                     .key(&self.channel)
                     .key(&latch)
-                    .arg(WAKE_ALL)
+                    .arg(scripts::WAKE_ALL)
                     .arg(field)
                     .arg(latch_ttl_ms)
-                    .arg(at.client.publish_command())
+                    .arg(at.server.publish_command())
                     .invoke(conn)
             },
             |reply: &Option<i64>| reply.is_some(),
@@ -289,7 +225,7 @@ impl KindOps for Write {
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
-        force_release_mode(at, &self.channel, "write", WAKE_ALL)
+        force_release_mode(at, &self.channel, "write", scripts::WAKE_ALL)
     }
 
     fn is_locked(&self, at: Target<'_>) -> Result<bool> {

@@ -3,18 +3,18 @@
 
 use std::time::Duration;
 
-use super::reentrant::Reentrant;
+use super::hash;
 use super::sealed::KindOps;
 use super::{Attempt, Target};
-use crate::client::Client;
+use crate::config::Config;
 use crate::error::Result;
+use crate::names;
 
 /// The shortest pause between two attempts.
 const MIN_BACKOFF: Duration = Duration::from_millis(1);
 
 /// A lock whose waiters poll with exponential backoff instead of listening
-/// for releases: [`SpinLock`](crate::SpinLock), made by
-/// [`Client::spin_lock`](crate::Client::spin_lock).
+/// for releases: the kind of [`SpinLock`](crate::SpinLock).
 ///
 /// For servers where pub/sub is unavailable or too costly (many waiters on
 /// many names). A release still publishes on the plain lock's channel, so
@@ -22,8 +22,9 @@ const MIN_BACKOFF: Duration = Duration::from_millis(1);
 /// within its current backoff: 1 ms, doubling to 128 ms by default.
 #[derive(Debug)]
 pub struct Spin {
-    /// The plain lock whose keys and scripts this lock uses.
-    plain: Reentrant,
+    /// The plain lock's channel, which releases still announce themselves
+    /// on (for plain-lock waiters on the same name).
+    channel: String,
     initial: Duration,
     max: Duration,
 }
@@ -43,9 +44,9 @@ impl KindOps for Spin {
 
     const DESCRIPTION: &'static str = "spin lock";
 
-    fn for_name(name: &str, _client: &Client) -> Self {
+    fn for_name(name: &str, _config: &Config) -> Self {
         Spin {
-            plain: Reentrant::new(name),
+            channel: names::lock_channel(name),
             initial: Duration::from_millis(1),
             max: Duration::from_millis(128),
         }
@@ -63,15 +64,16 @@ impl KindOps for Spin {
         field: &str,
         may_queue: bool,
     ) -> Result<Attempt<()>> {
-        self.plain.try_acquire(at, lease_ms, field, may_queue)
+        let _ = may_queue; // there is no queue
+        Attempt::from_reply(at.name, &hash::acquire(at, lease_ms, field)?)
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        self.plain.release(at, field, request_id)
+        hash::release(at, &self.channel, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
-        self.plain.force_release(at)
+        hash::force_release(at, &self.channel)
     }
 }
 
@@ -81,7 +83,7 @@ mod tests {
 
     fn spin(initial_ms: u64, max_ms: u64) -> Spin {
         Spin {
-            plain: Reentrant::new("spin"),
+            channel: names::lock_channel("spin"),
             initial: MIN_BACKOFF,
             max: Duration::from_millis(128),
         }

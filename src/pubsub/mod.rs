@@ -5,23 +5,18 @@
 //! - [`router`]: which connection a channel is subscribed on: the one
 //!   connection of a client, or (sharded pub/sub on a cluster) the
 //!   connection to the node that owns the channel's slot.
-//! - [`connection`]: a socket, read by its subscriber thread, written by
-//!   waiters.
 //! - [`subscriber`]: the thread that reads one connection and wakes waiters.
-//! - `tls` (with the `tls` feature): the same socket over TLS.
-//! - [`resp`]: the reply reader for those sockets.
+//!
+//! The sockets themselves, their TLS and their reply reader belong to the
+//! server layer (`crate::server::socket`).
 //!
 //! A client has one pub/sub connection and one subscriber thread, except
 //! with sharded pub/sub on a cluster, where it has one of each per node that
 //! owns a waited channel.
 
-mod connection;
 mod registry;
-mod resp;
 mod router;
 mod subscriber;
-#[cfg(feature = "tls")]
-mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -30,10 +25,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::config::Config;
-use crate::connections::Connections;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
+use crate::server::Server;
 use crate::stats::Counters;
 
 pub(crate) use registry::Wake;
@@ -46,12 +40,9 @@ struct Shared {
     registry: Registry,
     router: Router,
     stopping: AtomicBool,
-    /// The command connections: how to reach the deployment, and where to
-    /// ask a cluster for its slots.
-    connections: Arc<Connections>,
-    /// The trusted roots for `rediss://` connections, prepared once.
-    tls: connection::TlsConnector,
-    connect_timeout: Duration,
+    /// How to reach the deployment, open pub/sub sockets and ask a cluster
+    /// for its slots.
+    server: Arc<Server>,
     response_timeout: Duration,
     linger: Duration,
     /// Every background thread started (subscribers, and the sharded
@@ -95,35 +86,26 @@ pub(crate) struct PubSub {
 impl PubSub {
     /// Connects (or, for sharded pub/sub, learns the cluster's slots) and
     /// starts the subscriber thread.
-    pub(crate) fn start(
-        connections: Arc<Connections>,
-        config: &Config,
-        counters: Arc<Counters>,
-    ) -> Result<PubSub> {
-        let router = Router::new(&connections, config)?;
+    pub(crate) fn start(server: Arc<Server>, counters: Arc<Counters>) -> Result<PubSub> {
+        let router = Router::new(&server)?;
+        let config = server.config();
+        let (response_timeout, linger) = (config.response_timeout, config.subscription_linger);
+        let target = config.target();
         let shared = Arc::new(Shared {
             registry: Registry::default(),
             router,
             stopping: AtomicBool::new(false),
-            connections,
-            tls: connection::TlsConnector::new(config.tls_root_cert.clone()),
-            connect_timeout: config.connect_timeout,
-            response_timeout: config.response_timeout,
-            linger: config.subscription_linger,
+            server,
+            response_timeout,
+            linger,
             threads: Mutex::new(Vec::new()),
             counters,
         });
         router::start(&shared).map_err(|source| crate::error::Error::Connect {
-            url: config.target(),
+            url: target,
             source,
         })?;
         Ok(PubSub { shared })
-    }
-
-    /// The command a release announces itself with: `spublish` with sharded
-    /// pub/sub, else `publish`.
-    pub(crate) fn publish_command(&self) -> &'static str {
-        self.shared.router.publish_command()
     }
 
     /// Registers the calling thread as a waiter on `channel` and makes sure

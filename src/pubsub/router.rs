@@ -33,12 +33,15 @@ use std::collections::HashMap;
 use parking_lot::Mutex;
 use redis::{ConnectionInfo, RedisResult};
 
-use super::connection::{self, Reader, Writer};
 use super::registry::Channel;
 use super::{subscriber, Shared, TICK};
-use crate::config::Config;
-use crate::connections::Connections;
 use crate::error::Result;
+use crate::server::socket::{Reader, Writer};
+#[cfg(feature = "cluster")]
+use crate::server::topology::SlotMap;
+#[cfg(feature = "cluster")]
+use crate::server::PubSubMode;
+use crate::server::Server;
 use crate::stats::Counters;
 
 /// First pause between two reconnect (or sharded retry) attempts.
@@ -66,7 +69,7 @@ pub(super) enum Router {
     #[cfg(feature = "cluster")]
     Sharded {
         links: Mutex<HashMap<Arc<str>, Arc<Link>>>,
-        slots: Mutex<cluster::SlotMap>,
+        slots: Mutex<SlotMap>,
         retries: Mutex<Retries>,
     },
 }
@@ -87,52 +90,28 @@ pub(super) struct Retries {
 }
 
 impl Router {
-    /// Chooses the mode: sharded on a cluster whose masters all run Redis 7
-    /// or later (or when the builder says so), single otherwise.
-    pub(super) fn new(connections: &Connections, config: &Config) -> Result<Router> {
-        let single = || Router::Single {
+    /// The mode the server chose: sharded on a cluster whose masters all
+    /// run Redis 7 or later (or when the builder says so), single otherwise.
+    pub(super) fn new(server: &Server) -> Result<Router> {
+        #[cfg(feature = "cluster")]
+        if server.pubsub_mode() == PubSubMode::Sharded {
+            return Ok(Router::Sharded {
+                links: Mutex::new(HashMap::new()),
+                slots: Mutex::new(server.slot_map()?),
+                retries: Mutex::new(Retries {
+                    due: Vec::new(),
+                    running: false,
+                    backoff: MIN_BACKOFF,
+                }),
+            });
+        }
+        let _ = server;
+        Ok(Router::Single {
             link: Arc::new(Link {
                 id: Arc::from("pubsub"),
                 writer: Writer::default(),
             }),
-        };
-        if !connections.backend().is_cluster() {
-            return Ok(single());
-        }
-        #[cfg(feature = "cluster")]
-        {
-            let slots = cluster::SlotMap::load(connections)?;
-            let sharded = match config.sharded_pubsub {
-                Some(choice) => choice,
-                None => slots.all_masters_at_least(connections, config, 7),
-            };
-            log::debug!(
-                "redhold: cluster pub/sub is {}",
-                if sharded { "sharded" } else { "classic" }
-            );
-            if sharded {
-                return Ok(Router::Sharded {
-                    links: Mutex::new(HashMap::new()),
-                    slots: Mutex::new(slots),
-                    retries: Mutex::new(Retries {
-                        due: Vec::new(),
-                        running: false,
-                        backoff: MIN_BACKOFF,
-                    }),
-                });
-            }
-        }
-        let _ = config;
-        Ok(single())
-    }
-
-    /// The command a release is announced with.
-    pub(super) fn publish_command(&self) -> &'static str {
-        match self {
-            Router::Single { .. } => "publish",
-            #[cfg(feature = "cluster")]
-            Router::Sharded { .. } => "spublish",
-        }
+        })
     }
 
     /// SUBSCRIBE and UNSUBSCRIBE, or their sharded forms.
@@ -163,7 +142,7 @@ impl Router {
 pub(super) fn start(shared: &Arc<Shared>) -> RedisResult<()> {
     match &shared.router {
         Router::Single { link } => {
-            let target = shared.connections.backend().pubsub_target(0)?;
+            let target = shared.server.pubsub_target(0)?;
             let reader = open(shared, link, &target)?;
             spawn(shared, link, reader)?;
             Ok(())
@@ -175,13 +154,7 @@ pub(super) fn start(shared: &Arc<Shared>) -> RedisResult<()> {
 
 /// Connects `link` to `target` and makes it the link's socket.
 fn open(shared: &Shared, link: &Link, target: &ConnectionInfo) -> RedisResult<Reader> {
-    let (reader, writer) = connection::connect(
-        target,
-        &shared.tls,
-        shared.connect_timeout,
-        shared.response_timeout,
-        TICK,
-    )?;
+    let (reader, writer) = shared.server.open_pubsub(target, TICK)?;
     link.writer.attach(writer);
     Ok(reader)
 }
@@ -256,8 +229,9 @@ fn link_for(shared: &Arc<Shared>, channel: &Channel) -> RedisResult<Arc<Link>> {
             if shared.stopping.load(Ordering::SeqCst) {
                 return Err(io::Error::other("the client is shutting down").into());
             }
-            let slot = crate::slot::of(channel.name.as_bytes());
-            let (id, target) = slots.lock().owner(slot, &shared.connections)?;
+            let slot = crate::server::slot::of(channel.name.as_bytes());
+            let seed = shared.server.cluster_seed()?;
+            let (id, target) = slots.lock().owner(slot, &seed)?;
             // Held while connecting, so that two waiters do not open two
             // connections to one node.
             let mut links = links.lock();
@@ -327,8 +301,7 @@ fn reconnect(shared: &Shared, link: &Link) -> Option<Reader> {
         }
         attempt += 1;
         let opened = shared
-            .connections
-            .backend()
+            .server
             .pubsub_target(attempt)
             .and_then(|target| open(shared, link, &target));
         match opened {
@@ -426,7 +399,7 @@ fn retry_loop(shared: &Arc<Shared>) {
 #[cfg(feature = "cluster")]
 fn relocate(
     shared: &Arc<Shared>,
-    slots: &Mutex<cluster::SlotMap>,
+    slots: &Mutex<SlotMap>,
     mut channels: Vec<Arc<Channel>>,
 ) -> Vec<Arc<Channel>> {
     let mut seen: Vec<*const Channel> = Vec::with_capacity(channels.len());
@@ -438,7 +411,7 @@ fn relocate(
     if channels.is_empty() {
         return channels;
     }
-    match cluster::SlotMap::load(&shared.connections) {
+    match shared.server.slot_map() {
         Ok(fresh) => *slots.lock() = fresh,
         Err(e) => log::debug!("redhold: cannot read the cluster's slots: {e}"),
     }
@@ -502,127 +475,4 @@ pub(super) fn resubscribe(shared: &Arc<Shared>, channel: Arc<Channel>) {
         return;
     }
     subscribe(shared, &channel);
-}
-
-#[cfg(feature = "cluster")]
-mod cluster {
-    //! The cluster's slot map, read with `CLUSTER SLOTS`.
-
-    use std::sync::Arc;
-
-    use redis::{ConnectionInfo, RedisResult, Value};
-
-    use crate::backend::Backend;
-    use crate::config::Config;
-    use crate::connections::Connections;
-    use crate::error::Result;
-
-    /// Slot ranges and the master that serves each.
-    #[derive(Debug, Default)]
-    pub(in crate::pubsub) struct SlotMap {
-        ranges: Vec<(u16, u16, String, u16)>,
-    }
-
-    impl SlotMap {
-        /// Asks any node for the current slots.
-        pub(in crate::pubsub) fn load(connections: &Connections) -> Result<SlotMap> {
-            let reply: Value =
-                connections.run(|conn| redis::cmd("CLUSTER").arg("SLOTS").query(conn))?;
-            let mut ranges = Vec::new();
-            if let Value::Array(entries) = reply {
-                for entry in entries {
-                    if let Some(range) = parse_range(&entry) {
-                        ranges.push(range);
-                    }
-                }
-            }
-            Ok(SlotMap { ranges })
-        }
-
-        /// The connection id (`host:port`) and address of the master of `slot`.
-        pub(in crate::pubsub) fn owner(
-            &self,
-            slot: u16,
-            connections: &Connections,
-        ) -> RedisResult<(Arc<str>, ConnectionInfo)> {
-            let (_, _, host, port) = self
-                .ranges
-                .iter()
-                .find(|(start, end, _, _)| (*start..=*end).contains(&slot))
-                .ok_or_else(|| {
-                    redis::RedisError::from(std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        format!("no cluster node serves slot {slot}"),
-                    ))
-                })?;
-            let info = node_info(connections.backend(), host, *port);
-            Ok((Arc::from(format!("{host}:{port}")), info))
-        }
-
-        /// Whether every master runs at least Redis `major` (sharded pub/sub
-        /// needs 7). A master that cannot be asked counts as too old.
-        pub(in crate::pubsub) fn all_masters_at_least(
-            &self,
-            connections: &Connections,
-            config: &Config,
-            major: u32,
-        ) -> bool {
-            let mut seen = std::collections::HashSet::new();
-            self.ranges
-                .iter()
-                .filter(|(_, _, host, port)| seen.insert((host.clone(), *port)))
-                .all(|(_, _, host, port)| {
-                    let info = node_info(connections.backend(), host, *port);
-                    major_version(info, config).is_some_and(|v| v >= major)
-                })
-        }
-    }
-
-    fn parse_range(entry: &Value) -> Option<(u16, u16, String, u16)> {
-        let Value::Array(parts) = entry else {
-            return None;
-        };
-        let (Value::Int(start), Value::Int(end), Value::Array(master)) =
-            (parts.first()?, parts.get(1)?, parts.get(2)?)
-        else {
-            return None;
-        };
-        let host = match master.first()? {
-            Value::BulkString(b) => String::from_utf8(b.clone()).ok()?,
-            Value::SimpleString(s) => s.clone(),
-            _ => return None,
-        };
-        let Value::Int(port) = master.get(1)? else {
-            return None;
-        };
-        Some((
-            u16::try_from(*start).ok()?,
-            u16::try_from(*end).ok()?,
-            host,
-            u16::try_from(*port).ok()?,
-        ))
-    }
-
-    /// The connection settings of a seed node, pointed at `host:port`.
-    fn node_info(backend: &Backend, host: &str, port: u16) -> ConnectionInfo {
-        // A cluster backend always has a seed; the fallback is never used.
-        let seed = backend
-            .pubsub_target(0)
-            .or_else(|_| redis::IntoConnectionInfo::into_connection_info("redis://127.0.0.1/"))
-            .unwrap_or_else(|_| unreachable!("a constant, valid URL"));
-        crate::backend::node_at(&seed, host, port)
-    }
-
-    fn major_version(info: ConnectionInfo, config: &Config) -> Option<u32> {
-        let client = redis::Client::open(info).ok()?;
-        let mut conn = client
-            .get_connection_with_timeout(config.connect_timeout)
-            .ok()?;
-        conn.set_read_timeout(Some(config.response_timeout)).ok()?;
-        let text: String = redis::cmd("INFO").arg("server").query(&mut conn).ok()?;
-        let version = text
-            .lines()
-            .find_map(|line| line.strip_prefix("redis_version:"))?;
-        version.split('.').next()?.trim().parse().ok()
-    }
 }

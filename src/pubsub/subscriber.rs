@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::connection::Reader;
-use super::resp::Frame;
 use super::router::{self, Link};
 use super::{Shared, TICK};
+use crate::server::resp::Frame;
+use crate::server::socket::Reader;
 
 /// Silence after which the thread checks the connection with a PING.
 const PING_AFTER: Duration = Duration::from_secs(5);

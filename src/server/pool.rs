@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redis::{ConnectionLike, RedisResult};
 
-use crate::backend::{Backend, Conn};
+use super::backend::{Backend, Conn};
 use crate::config::Config;
 use crate::error::{is_transient, Error, Result};
 
@@ -17,15 +17,15 @@ use crate::error::{is_transient, Error, Result};
 /// Each command checks a connection out, so threads never queue behind one
 /// shared connection; idle connections are kept for reuse up to
 /// `max_idle_connections`.
-pub(crate) struct Connections {
+pub(crate) struct Pool {
     backend: Backend,
     idle: Mutex<Vec<Conn>>,
     config: Config,
 }
 
-impl std::fmt::Debug for Connections {
+impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connections")
+        f.debug_struct("Pool")
             .field("target", &self.config.target())
             .field("backend", &self.backend)
             .field("idle", &self.idle.lock().len())
@@ -33,12 +33,12 @@ impl std::fmt::Debug for Connections {
     }
 }
 
-impl Connections {
+impl Pool {
     /// Parses the URLs and opens a first connection, which proves that the
     /// deployment answers and accepts our credentials.
     pub(crate) fn open(config: &Config) -> Result<Self> {
         let backend = Backend::new(config)?;
-        let pool = Connections {
+        let pool = Pool {
             backend,
             idle: Mutex::new(Vec::new()),
             config: config.clone(),

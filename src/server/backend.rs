@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 
+#[cfg(feature = "sentinel")]
+use super::sentinel::{Limits, Sentinels};
 use crate::config::{redact_url, Config, Deployment};
 use crate::error::{Error, Result};
-#[cfg(feature = "sentinel")]
-use crate::sentinel::{Limits, Sentinels};
 
 /// A way to open command connections and to find pub/sub endpoints.
 pub(crate) enum Backend {
@@ -237,27 +237,23 @@ impl std::fmt::Debug for Backend {
     }
 }
 
-/// The settings of `seed` (credentials, TLS) pointed at another cluster node,
-/// `host:port`; a node that reports no host lives where the seed is.
 #[cfg(feature = "cluster")]
-pub(crate) fn node_at(seed: &ConnectionInfo, host: &str, port: u16) -> ConnectionInfo {
-    use redis::ConnectionAddr;
-    let host = match (host.is_empty(), seed.addr()) {
-        (true, ConnectionAddr::Tcp(h, _) | ConnectionAddr::TcpTls { host: h, .. }) => h.clone(),
-        _ => host.to_owned(),
+/// A connection of its own to one node (a cluster master asked for its
+/// version, or scanned), opened within the connect timeout, with the
+/// client's TLS roots and its response timeout on every read and write.
+pub(crate) fn direct_connection(
+    info: ConnectionInfo,
+    config: &Config,
+) -> RedisResult<redis::Connection> {
+    #[cfg(feature = "tls")]
+    let client = match certificates(config) {
+        Some(certs) => redis::Client::build_with_tls(info, certs)?,
+        None => redis::Client::open(info)?,
     };
-    let addr = match seed.addr() {
-        ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => ConnectionAddr::TcpTls {
-            host,
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        _ => ConnectionAddr::Tcp(host, port),
-    };
-    seed.clone().set_addr(addr)
+    #[cfg(not(feature = "tls"))]
+    let client = redis::Client::open(info)?;
+    let conn = client.get_connection_with_timeout(config.connect_timeout)?;
+    conn.set_read_timeout(Some(config.response_timeout))?;
+    conn.set_write_timeout(Some(config.response_timeout))?;
+    Ok(conn)
 }

@@ -2,7 +2,7 @@
 //! shared by the two halves of a split TCP socket.
 //!
 //! The split is what lets a waiter send SUBSCRIBE at once while the
-//! subscriber thread is blocked reading (see [`super::connection`]). Each
+//! subscriber thread is blocked reading (see [`super::socket`]). Each
 //! half has its own handle on the socket; the session sits behind a mutex.
 //!
 //! | half   | waits for the server            | holds the session's lock while                              |

@@ -1,0 +1,299 @@
+//! The builder of a [`Client`]: every setting with its default, checked
+//! before anything connects.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::config::{lease_millis, non_zero, Config, Deployment};
+use crate::error::{Error, Result};
+
+/// Builds a [`Client`]: `Client::builder().url(..).watchdog_timeout(..).build()`.
+///
+/// Every setting has a default, so `Client::builder().build()` connects to
+/// `redis://127.0.0.1:6379/` with the defaults listed on each setter.
+#[derive(Debug, Clone, Default)]
+#[must_use = "a builder does nothing until .build() is called"]
+pub struct ClientBuilder {
+    config: Config,
+}
+
+impl ClientBuilder {
+    /// The server to use, as a `redis://[user:password@]host:port/[db]` or
+    /// `redis+unix:///path` URL.
+    ///
+    /// Defaults to `redis://127.0.0.1:6379/`.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.config.url = url.into();
+        self
+    }
+
+    /// Connects to a Redis Cluster through any of `nodes` (URLs like
+    /// `redis://host:port`, with credentials if the cluster needs them)
+    /// instead of [`url`](Self::url). Scripts go to the node that owns the
+    /// lock's slot; releases are announced with sharded pub/sub when every
+    /// node runs Redis 7 or later (see [`sharded_pubsub`](Self::sharded_pubsub)).
+    ///
+    /// Defaults to no cluster. Not combinable with
+    /// [`sync_replicas`](Self::sync_replicas).
+    #[cfg(feature = "cluster")]
+    pub fn cluster<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.deployment = Deployment::Cluster(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether a cluster client announces and hears releases with sharded
+    /// pub/sub (`SPUBLISH`/`SSUBSCRIBE`, served by the slot's owner) or
+    /// classic pub/sub (`PUBLISH`/`SUBSCRIBE`, broadcast to every node).
+    /// Every client of a lock, Redisson included, must make the same choice,
+    /// or wake-ups are lost (waiters then wait out the lock's TTL).
+    ///
+    /// Defaults to sharded when every master runs Redis 7 or later, as
+    /// Redisson does; ignored outside a cluster.
+    #[cfg(feature = "cluster")]
+    pub fn sharded_pubsub(mut self, sharded: bool) -> Self {
+        self.config.sharded_pubsub = Some(sharded);
+        self
+    }
+
+    /// Connects to the master called `master_name` as reported by any of
+    /// `sentinels` (URLs like `redis://host:26379`), instead of
+    /// [`url`](Self::url). The master is looked up again for every new
+    /// connection, so the client follows a failover on its own. The user
+    /// name and password of the first sentinel URL are used for the master
+    /// too.
+    ///
+    /// Defaults to no sentinel.
+    #[cfg(feature = "sentinel")]
+    pub fn sentinel<I, S>(mut self, sentinels: I, master_name: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.deployment = Deployment::Sentinel {
+            sentinels: sentinels.into_iter().map(Into::into).collect(),
+            master: master_name.into(),
+        };
+        self
+    }
+
+    /// Trusts the certificate authority in `pem` (PEM bytes) for `rediss://`
+    /// connections, commands and pub/sub alike, instead of the system's
+    /// roots.
+    ///
+    /// Defaults to the system's root certificates.
+    #[cfg(feature = "tls")]
+    pub fn tls_root_cert(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.config.tls_root_cert = Some(pem.into());
+        self
+    }
+
+    /// After every acquire, release and renewal, waits (Redis `WAIT`) until
+    /// at least `replicas` replicas have the change, for at most `timeout`.
+    /// An acquire that is not replicated in time is undone and fails with
+    /// [`Error::ReplicasNotSynced`]; a release or renewal that is not is
+    /// reported the same way (release) or logged (renewal). This narrows,
+    /// but does not close, the window in which a failover loses a lock.
+    ///
+    /// Defaults to off. `timeout` must be shorter than the response timeout.
+    pub fn sync_replicas(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.config.sync_replicas = Some((replicas, timeout));
+        self
+    }
+
+    /// How long a lock taken without a lease lives in Redis if this process
+    /// stops renewing it (dies, hangs, loses the network). The watchdog renews
+    /// held locks every third of it.
+    ///
+    /// Defaults to 30 seconds, as in Redisson. Must not be zero.
+    pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.config.watchdog_timeout = timeout;
+        self
+    }
+
+    /// How long opening a connection may take before it fails.
+    ///
+    /// Defaults to 5 seconds. Must not be zero.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+
+    /// How long the server may take to answer one command before the attempt
+    /// fails with a timeout (and is retried, see [`retry_attempts`](Self::retry_attempts)).
+    ///
+    /// Defaults to 3 seconds. Must not be zero.
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.config.response_timeout = timeout;
+        self
+    }
+
+    /// How many times a command is sent again after a transient failure
+    /// (connection refused or dropped, timeout). Releases stay exactly-once
+    /// across retries; see `docs/wire-format.md`.
+    ///
+    /// Together with the timeouts this bounds every call when Redis is down
+    /// or stalled: one command fails within
+    /// `(retry_attempts + 1) × (connect_timeout + response_timeout) + retry_attempts × retry_delay`
+    /// (see `docs/reliability.md`).
+    ///
+    /// Defaults to 3.
+    pub fn retry_attempts(mut self, attempts: u32) -> Self {
+        self.config.retry_attempts = attempts;
+        self
+    }
+
+    /// The pause before each retry of a failed command.
+    ///
+    /// Defaults to 50 milliseconds.
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.config.retry_delay = delay;
+        self
+    }
+
+    /// How many idle command connections the client keeps open for reuse.
+    /// More connections than this are opened when that many threads talk to
+    /// Redis at once, and closed when they are returned.
+    ///
+    /// Defaults to 16. Must not be zero.
+    pub fn max_idle_connections(mut self, count: usize) -> Self {
+        self.config.max_idle_connections = count;
+        self
+    }
+
+    /// How long a fair lock's waiter keeps its place in the queue after its
+    /// turn was due; a waiter that died is dropped from the queue then, so
+    /// it stalls the waiters behind it for at most this long.
+    ///
+    /// Defaults to 5 minutes, as in Redisson. Must not be zero.
+    pub fn fair_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.config.fair_wait_timeout = timeout;
+        self
+    }
+
+    /// A function called once for each lock this client finds lost while it
+    /// was held (it expired or was deleted under us), with the lock's name.
+    ///
+    /// It runs on a thread of the client's own (`redhold-callbacks`), one
+    /// call at a time, never while the client holds an internal lock: a
+    /// callback that blocks delays the next callbacks, not the renewals. It
+    /// may call [`Client::shutdown`]. A panic in it is caught and logged.
+    /// The same loss is also reported by [`LockGuard::is_held`](crate::LockGuard::is_held),
+    /// by [`Error::LockLost`] on release, and by a warning in the log.
+    ///
+    /// Defaults to none.
+    pub fn on_lock_lost(mut self, callback: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.config.on_lock_lost = Some(Arc::new(callback));
+        self
+    }
+
+    /// Checks the settings, connects to the server, checks that it answers
+    /// and starts the client's subscriber and watchdog threads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a zero timeout, [`Error::InvalidUrl`]
+    /// for a malformed URL, [`Error::Connect`] when the server cannot be
+    /// reached or refuses the credentials within the connect timeout.
+    pub fn build(self) -> Result<Client> {
+        self.validate()?;
+        Client::start(self.config)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let c = &self.config;
+        non_zero("watchdog timeout", c.watchdog_timeout)?;
+        non_zero("connect timeout", c.connect_timeout)?;
+        non_zero("response timeout", c.response_timeout)?;
+        non_zero("fair wait timeout", c.fair_wait_timeout)?;
+        if let Some((replicas, timeout)) = c.sync_replicas {
+            if replicas == 0 {
+                return Err(Error::InvalidArgument {
+                    what: "sync_replicas",
+                    reason: "the number of replicas must be at least 1".into(),
+                });
+            }
+            non_zero("sync_replicas timeout", timeout)?;
+            if timeout >= c.response_timeout {
+                return Err(Error::InvalidArgument {
+                    what: "sync_replicas timeout",
+                    reason: format!(
+                        "{timeout:?} must be shorter than the response timeout ({:?}), \
+                         or every WAIT would time out on the socket first",
+                        c.response_timeout
+                    ),
+                });
+            }
+        }
+        match &c.deployment {
+            Deployment::Standalone => {}
+            #[cfg(feature = "cluster")]
+            Deployment::Cluster(nodes) => {
+                if nodes.is_empty() {
+                    return Err(Error::InvalidArgument {
+                        what: "cluster nodes",
+                        reason: "give at least one node URL".into(),
+                    });
+                }
+                if c.sync_replicas.is_some() {
+                    return Err(Error::InvalidArgument {
+                        what: "sync_replicas",
+                        reason: "not supported on a cluster: WAIT must reach the node that \
+                                 took the write"
+                            .into(),
+                    });
+                }
+            }
+            #[cfg(feature = "sentinel")]
+            Deployment::Sentinel { sentinels, master } => {
+                if sentinels.is_empty() || master.is_empty() {
+                    return Err(Error::InvalidArgument {
+                        what: "sentinel",
+                        reason: "give at least one sentinel URL and the master's name".into(),
+                    });
+                }
+            }
+        }
+        if c.max_idle_connections == 0 {
+            return Err(Error::InvalidArgument {
+                what: "max idle connections",
+                reason: "must be at least 1".into(),
+            });
+        }
+        // The watchdog timeout becomes every renewed lock's TTL: the same
+        // bounds as a lease.
+        lease_millis(c.watchdog_timeout).map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
+                what: "watchdog timeout",
+                reason,
+            },
+            other => other,
+        })?;
+        // Redis keeps TTLs in whole milliseconds.
+        if c.watchdog_timeout < Duration::from_millis(3) {
+            return Err(Error::InvalidArgument {
+                what: "watchdog timeout",
+                reason: "must be at least 3 ms, so that renewing every third of it is possible"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_timeouts_are_refused() {
+        let b = ClientBuilder::default().watchdog_timeout(Duration::ZERO);
+        assert!(matches!(b.validate(), Err(Error::InvalidArgument { .. })));
+        let b = ClientBuilder::default().response_timeout(Duration::ZERO);
+        assert!(matches!(b.validate(), Err(Error::InvalidArgument { .. })));
+    }
+}

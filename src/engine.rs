@@ -1,0 +1,369 @@
+//! The one acquire / release path that every kind of lock shares, and the
+//! parts of a client it needs: the server, pub/sub, the renewal map and
+//! the counters. The contended path (subscribe, park, try again) is in
+//! [`wait`].
+//!
+//! The engine knows locks only as a name and a kind ([`LockRef`]); the
+//! handles and guards of the public API stand on it.
+
+mod wait;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::lease_millis;
+use crate::error::{Error, Result};
+use crate::hold::{Hold, Renewal};
+use crate::interrupt::Interrupt;
+use crate::kind::sealed::KindOps;
+use crate::kind::{Attempt, Target};
+use crate::names;
+use crate::pubsub::PubSub;
+use crate::renewals::{RenewalMap, Which};
+use crate::server::Server;
+use crate::stats::Counters;
+use crate::thread_id;
+use crate::waiting::Waiting;
+
+/// How long a thread that did not wait stands back after a local release
+/// found waiters parked, so that the woken waiter gets the lock instead of a
+/// thread coming straight back for it (barging). A hand-off takes well under
+/// a millisecond; the grace only bounds the cost when the wake-up is lost.
+const HANDOFF_GRACE: Duration = Duration::from_millis(50);
+
+/// The most holds counted twice given back after one acquire: each costs a
+/// round trip, and more than a few means something else writes our field.
+const MAX_ORPHANS_RELEASED: u32 = 8;
+
+/// One lock as the engine sees it: its name and its kind's keys.
+#[derive(Debug)]
+pub(crate) struct LockRef<'a, K> {
+    pub(crate) name: &'a Arc<str>,
+    pub(crate) kind: &'a K,
+}
+
+impl<K> Clone for LockRef<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for LockRef<'_, K> {}
+
+/// What every lock of one client shares to acquire, wait and release.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    server: Arc<Server>,
+    pubsub: PubSub,
+    renewals: Arc<RenewalMap>,
+    counters: Arc<Counters>,
+    /// Acquire calls that may wait: shutdown lets them leave their queues.
+    waiting: Waiting,
+    /// The client's id as it appears in holder fields: lowercase, hyphenated.
+    id_text: String,
+    /// Numbers release requests, for the unlock latch.
+    next_request: AtomicU64,
+}
+
+impl Engine {
+    /// The engine of the client whose holder fields start with `id_text`.
+    pub(crate) fn new(
+        server: Arc<Server>,
+        pubsub: PubSub,
+        renewals: Arc<RenewalMap>,
+        counters: Arc<Counters>,
+        id_text: String,
+    ) -> Engine {
+        Engine {
+            server,
+            pubsub,
+            renewals,
+            counters,
+            waiting: Waiting::default(),
+            id_text,
+            next_request: AtomicU64::new(1),
+        }
+    }
+
+    /// The deployment every lock of this client lives on.
+    pub(crate) fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The holds this client knows of, renewed by its watchdog.
+    pub(crate) fn renewals(&self) -> &RenewalMap {
+        &self.renewals
+    }
+
+    /// The pub/sub service waiters park on.
+    pub(crate) fn pubsub(&self) -> &PubSub {
+        &self.pubsub
+    }
+
+    /// How long a lock taken without a lease survives without renewal.
+    pub(crate) fn watchdog_timeout(&self) -> Duration {
+        self.server.config().watchdog_timeout
+    }
+
+    /// Stops the pub/sub threads, waking every waiter with
+    /// [`Error::Shutdown`], then gives the waiters `grace` to leave the
+    /// queues they joined (a fair lock's). Returns whether all left in time.
+    pub(crate) fn shutdown(&self, grace: Duration) -> bool {
+        self.pubsub.shutdown();
+        Instant::now()
+            .checked_add(grace)
+            .is_none_or(|deadline| self.waiting.wait_until_none(deadline))
+    }
+
+    /// The calling thread's field in the hash of a lock of kind `kind`.
+    pub(crate) fn field<K: KindOps>(&self, kind: &K) -> Arc<str> {
+        let base = format!("{}:{}", self.id_text, thread_id::current());
+        Arc::from(kind.holder_field(base))
+    }
+
+    /// A request id unique across clients, for the unlock latch.
+    fn next_request_id(&self) -> String {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.id_text)
+    }
+
+    /// Takes the lock, waiting at most `wait` (forever when `None`), with
+    /// `lease` or, without one, renewed by the watchdog. `Ok(None)` when the
+    /// wait ran out.
+    pub(crate) fn acquire<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<(Hold, K::Grant)>> {
+        names::validate(lock.name)?;
+        self.server.check_open()?;
+        let lease_ms = match lease {
+            Some(lease) => lease_millis(lease)?,
+            None => self.watchdog_timeout().as_millis() as u64,
+        };
+        let call = Call {
+            engine: self,
+            lock,
+            lease,
+            lease_ms,
+            field: self.field(lock.kind),
+        };
+        if interrupt.is_some_and(Interrupt::is_triggered) {
+            return Err(call.interrupted());
+        }
+        if wait == Some(Duration::ZERO) {
+            // A try that will not wait joins no queue: nothing to leave.
+            let started = Instant::now();
+            return Ok(match call.try_acquire(false)? {
+                Attempt::Acquired { grant, holds } => Some(call.hold(started, grant, holds)),
+                Attempt::Busy(_) => None,
+            });
+        }
+        // Counted until the waiter has left any queue it joined, so that
+        // shutdown can wait for that.
+        let _waiting = self.waiting.enter();
+        let outcome = call.acquire_waiting(wait, interrupt);
+        if !matches!(outcome, Ok(Some(_))) {
+            // Every way out without the lock, errors and shutdown included,
+            // leaves the queue (a fair lock's first attempt may have queued
+            // us even when its reply was lost).
+            call.give_up();
+        }
+        outcome
+    }
+
+    /// Releases one hold. Retries are safe: the script remembers each
+    /// request's reply for a while (the unlock latch).
+    pub(crate) fn release<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Result<()> {
+        self.server.check_open()?;
+        // Forget the hold first: if the release then fails, the lock expires
+        // on its own instead of being renewed forever. A hold of a
+        // generation that is over is not released at all: the thread's
+        // current holds (same hash field) would be the ones released.
+        let which = match hold.renewal {
+            Renewal::Unguarded => Which::Unguarded,
+            _ => Which::Guard {
+                watched: hold.is_watched(),
+            },
+        };
+        if !self.renewals.release_one(&hold.record, which) {
+            return Err(lost(lock.name));
+        }
+        match self.release_script(lock, &hold.record.field)? {
+            Some(freed) => {
+                if freed == 1 {
+                    if let Some(channel) = lock.kind.shared_channel() {
+                        self.pubsub.released(channel, HANDOFF_GRACE);
+                    }
+                }
+                Ok(())
+            }
+            None => {
+                // Redis has no hold of ours: the generation's other guards
+                // are stale too.
+                self.renewals.mark_lost(&hold.record);
+                Err(lost(lock.name))
+            }
+        }
+    }
+
+    /// Releases one hold of the calling thread that no guard stands for
+    /// (given up with `leak`); [`Error::NotHeld`] when there is none.
+    pub(crate) fn unlock<K: KindOps>(&self, lock: LockRef<'_, K>) -> Result<()> {
+        names::validate(lock.name)?;
+        self.server.check_open()?;
+        let field = self.field(lock.kind);
+        match self.renewals.find(lock.name, &field) {
+            Some(record) => self.release(
+                lock,
+                &Hold {
+                    record,
+                    renewal: Renewal::Unguarded,
+                },
+            ),
+            // No hold known here; Redis may still count one that no guard
+            // stands for (see `release_orphans`): give that back.
+            None => match self.release_script(lock, &field)? {
+                Some(_) => Ok(()),
+                None => Err(Error::NotHeld {
+                    lock: names::shorten(lock.name),
+                }),
+            },
+        }
+    }
+
+    /// Keeps `hold` without a guard, until [`unlock`](Self::unlock).
+    pub(crate) fn leak(&self, hold: &Hold) {
+        self.renewals.leak(&hold.record, hold.is_watched());
+    }
+
+    /// Runs the kind's release script once for `field`.
+    fn release_script<K: KindOps>(&self, lock: LockRef<'_, K>, field: &str) -> Result<Option<i64>> {
+        let request_id = self.next_request_id();
+        lock.kind
+            .release(target(&self.server, lock), field, &request_id)
+            .map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
+    }
+}
+
+/// Where `lock`'s kind runs its scripts.
+pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<'a> {
+    Target {
+        server,
+        name: lock.name,
+    }
+}
+
+fn lost(name: &str) -> Error {
+    Error::LockLost {
+        lock: names::shorten(name),
+    }
+}
+
+/// One acquire call: the lock, the calling thread's field and the lease.
+struct Call<'a, K> {
+    engine: &'a Engine,
+    lock: LockRef<'a, K>,
+    lease: Option<Duration>,
+    lease_ms: u64,
+    field: Arc<str>,
+}
+
+impl<K: KindOps> Call<'_, K> {
+    /// One acquire attempt. An acquire that the replicas did not confirm
+    /// in time (`sync_replicas`) is undone before the error is returned.
+    fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
+        let engine = self.engine;
+        engine.server.check_open()?;
+        let attempt = self
+            .lock
+            .kind
+            .try_acquire(self.target(), self.lease_ms, &self.field, may_queue)
+            .map_err(|e| crate::kind::wrong_kind(self.lock.name, K::DESCRIPTION, e));
+        if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
+            match engine.release_script(self.lock, &self.field) {
+                // The undo itself is not replicated either, but it stands
+                // on the master, which is what the next acquire checks.
+                Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
+                Err(e) => log::warn!(
+                    "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
+                     the hold expires after its lease",
+                    names::shorten(self.lock.name),
+                    e.chain()
+                ),
+            }
+        }
+        attempt
+    }
+
+    /// Records a hold just taken (`holds` = the thread's hold count in
+    /// Redis now) and says how it is kept alive.
+    fn hold(&self, started: Instant, grant: K::Grant, holds: u32) -> (Hold, K::Grant) {
+        let (record, orphans) = self.engine.renewals.add(
+            self.lock.name,
+            &self.field,
+            self.lock.kind.renew_kind(),
+            started,
+            holds,
+            self.lease.is_none(),
+        );
+        if orphans > 0 {
+            self.release_orphans(orphans);
+        }
+        let renewal = match self.lease {
+            None => Renewal::Watched,
+            // Counted from before the request: the key may expire a little
+            // earlier than our clock says, never later.
+            Some(lease) => Renewal::Leased {
+                expires_at: started.checked_add(lease),
+            },
+        };
+        (Hold { record, renewal }, grant)
+    }
+
+    /// Gives back holds Redis counts for this thread that no guard stands
+    /// for: an acquire retried after its reply was lost, which counted
+    /// twice, or holds of a generation judged lost that Redis still had.
+    /// Left alone they would keep the lock after the last guard's release
+    /// until its TTL ran out. Best effort: a failure costs only that delay.
+    #[cold]
+    fn release_orphans(&self, orphans: u32) {
+        for _ in 0..orphans.min(MAX_ORPHANS_RELEASED) {
+            if let Err(e) = self.engine.release_script(self.lock, &self.field) {
+                log::warn!(
+                    "redhold: giving back a hold of {:?} counted twice failed: {}; \
+                     the lock stays held until its TTL runs out",
+                    names::shorten(self.lock.name),
+                    e.chain()
+                );
+                return;
+            }
+        }
+    }
+
+    /// Tells the kind that this thread stopped waiting without the lock (a
+    /// fair lock then leaves its queue). Best effort: a waiter that cannot
+    /// say so is dropped from the queue once its deadline passes.
+    fn give_up(&self) {
+        if let Err(e) = self.lock.kind.give_up(self.target(), &self.field) {
+            log::debug!(
+                "redhold: leaving the queue of {:?} failed: {}",
+                names::shorten(self.lock.name),
+                e.chain()
+            );
+        }
+    }
+
+    fn target(&self) -> Target<'_> {
+        target(&self.engine.server, self.lock)
+    }
+
+    fn interrupted(&self) -> Error {
+        Error::Interrupted {
+            lock: names::shorten(self.lock.name),
+        }
+    }
+}

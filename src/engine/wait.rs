@@ -1,0 +1,138 @@
+//! The contended path of an acquire: subscribe to the lock's channel, try
+//! again, park until a release is announced or the lock's TTL runs out, and
+//! repeat. A waiter never sleeps longer than the TTL, so a lost message
+//! costs time, never safety.
+
+use std::time::{Duration, Instant};
+
+use super::{Call, HANDOFF_GRACE};
+use crate::error::Result;
+use crate::hold::Hold;
+use crate::interrupt::{self, Interrupt};
+use crate::kind::sealed::KindOps;
+use crate::kind::Attempt;
+use crate::pubsub::Wake;
+use crate::stats::Counters;
+
+impl<K: KindOps> Call<'_, K> {
+    /// A first attempt, unless a local waiter is being handed the lock (then
+    /// this thread queues behind it instead of racing it: threads of one
+    /// client take turns), then the contended path.
+    pub(super) fn acquire_waiting(
+        &self,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<(Hold, K::Grant)>> {
+        let stand_back = self
+            .lock
+            .kind
+            .shared_channel()
+            .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel));
+        if !stand_back {
+            let started = Instant::now();
+            if let Attempt::Acquired { grant, holds } = self.try_acquire(true)? {
+                return Ok(Some(self.hold(started, grant, holds)));
+            }
+        }
+        self.acquire_slow(wait, interrupt, stand_back)
+    }
+
+    /// The contended path: subscribe, try again, park until woken or the
+    /// lock's TTL runs out, and repeat. A kind without pub/sub (the spin
+    /// lock) backs off instead of subscribing. With `stand_back` the thread
+    /// parks behind the local waiters first (at most [`HANDOFF_GRACE`]).
+    #[cold]
+    fn acquire_slow(
+        &self,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+        stand_back: bool,
+    ) -> Result<Option<(Hold, K::Grant)>> {
+        let engine = self.engine;
+        // A wait too long to represent is no wait limit at all.
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let left = |now: Instant| deadline.map(|d| d.saturating_duration_since(now));
+        let confirm_for = left(Instant::now()).unwrap_or(Duration::MAX);
+        let subscription = self
+            .lock
+            .kind
+            .wait_channel(&self.field)
+            .map(|channel| engine.pubsub.subscribe(&channel, confirm_for));
+        let mut failures = 0u32;
+        // Whether the last park ended with a wake-up handed to this waiter:
+        // leaving without trying the lock must pass it on to the next one.
+        let mut handed_wake_up = false;
+        let pass_on = |handed: bool| {
+            if let (true, Some(subscription)) = (handed, &subscription) {
+                subscription.pass_on();
+            }
+        };
+        if let (true, Some(subscription)) = (stand_back, &subscription) {
+            let grace = left(Instant::now()).map_or(HANDOFF_GRACE, |l| l.min(HANDOFF_GRACE));
+            let woke = {
+                let _parked = engine.counters.parked();
+                subscription.park(grace, interrupt)
+            };
+            match woke {
+                Wake::Interrupted => return Err(self.interrupted()),
+                woke => handed_wake_up = woke == Wake::Notified,
+            }
+        }
+        loop {
+            if interrupt.is_some_and(Interrupt::is_triggered) {
+                pass_on(handed_wake_up);
+                return Err(self.interrupted());
+            }
+            let started = Instant::now();
+            let attempt = self.try_acquire(true);
+            if attempt.is_err() {
+                pass_on(handed_wake_up);
+            }
+            if let (true, Some(subscription)) = (handed_wake_up, &subscription) {
+                // The woken waiter has had its turn: newcomers may try.
+                subscription.handoff_done();
+            }
+            let ttl = match attempt? {
+                Attempt::Acquired { grant, holds } => {
+                    if handed_wake_up {
+                        Counters::bump(&engine.counters.local_handoffs);
+                    }
+                    return Ok(Some(self.hold(started, grant, holds)));
+                }
+                Attempt::Busy(ttl) => ttl,
+            };
+            let mut park = match ttl {
+                // The lock vanished between our checks: try again at once.
+                -2 => Duration::ZERO,
+                // A key without expiry, made by someone else: rely on the
+                // release message, but look again now and then.
+                ttl if ttl < 0 => engine.watchdog_timeout(),
+                // At least 1 ms: a lock about to expire reports 0, and
+                // retrying in a tight loop would only load Redis.
+                ttl => Duration::from_millis(ttl.max(1) as u64),
+            };
+            if let Some(backoff) = self.lock.kind.backoff(failures) {
+                park = park.min(backoff);
+            }
+            failures = failures.saturating_add(1);
+            if let Some(left) = left(Instant::now()) {
+                if left.is_zero() {
+                    return Ok(None);
+                }
+                park = park.min(left);
+            }
+            let woke = {
+                let _parked = engine.counters.parked();
+                match &subscription {
+                    Some(subscription) => subscription.park(park, interrupt),
+                    None if interrupt::sleep(park, interrupt) => Wake::Interrupted,
+                    None => Wake::TimedOut,
+                }
+            };
+            if woke == Wake::Interrupted {
+                return Err(self.interrupted());
+            }
+            handed_wake_up = woke == Wake::Notified;
+        }
+    }
+}

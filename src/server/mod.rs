@@ -1,0 +1,326 @@
+//! The only code that talks to Redis: command connections to one server, a
+//! cluster or a sentinel-managed master ([`pool`], [`backend`],
+//! [`sentinel`]), the pub/sub socket with its TLS and RESP reader
+//! ([`socket`], [`tls`], [`resp`]), the cluster's shape ([`topology`],
+//! [`slot`]), and the facts of the protocol that every kind of lock shares
+//! (the publish command, the unlock latch's lifetime, replica sync), kept on
+//! [`Server`].
+//!
+//! Everything above this layer (the kinds, the engine, pub/sub, the
+//! watchdog) reaches Redis through a [`Server`] and never opens a socket of
+//! its own.
+
+pub(crate) mod backend;
+pub(crate) mod pool;
+pub(crate) mod resp;
+#[cfg(feature = "sentinel")]
+mod sentinel;
+pub(crate) mod slot;
+pub(crate) mod socket;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(feature = "cluster")]
+pub(crate) mod topology;
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use redis::{ConnectionInfo, ConnectionLike, RedisResult};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use pool::Pool;
+use socket::{Reader, Stream, TlsConnector};
+
+/// How releases are announced and heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PubSubMode {
+    /// `PUBLISH` / `SUBSCRIBE`: one server, a sentinel's master, or a
+    /// cluster with classic pub/sub (every node hears every message).
+    Classic,
+    /// `SPUBLISH` / `SSUBSCRIBE`: a cluster where only the slot's owner
+    /// delivers a channel's messages.
+    #[cfg(feature = "cluster")]
+    Sharded,
+}
+
+/// One deployment of Redis as the rest of the crate sees it.
+#[derive(Debug)]
+pub(crate) struct Server {
+    pool: Pool,
+    config: Config,
+    pubsub_mode: PubSubMode,
+    /// The trusted roots for `rediss://` pub/sub sockets, prepared once; the
+    /// command connections get the same roots through the redis crate.
+    tls: TlsConnector,
+    /// Set by [`close`](Self::close): every later command fails with
+    /// [`Error::Shutdown`].
+    closed: AtomicBool,
+    /// The process that opened the connections: a `fork()` child shares
+    /// the parent's sockets and holder ids, and must not use them.
+    pid: u32,
+}
+
+impl Server {
+    /// Parses the URLs, connects and checks that the deployment answers
+    /// (and, on a cluster, chooses between sharded and classic pub/sub).
+    pub(crate) fn open(config: &Config) -> Result<Server> {
+        let pool = Pool::open(config)?;
+        let pubsub_mode = choose_pubsub_mode(&pool, config)?;
+        log::debug!("redhold: pub/sub is {pubsub_mode:?}");
+        Ok(Server {
+            pool,
+            config: config.clone(),
+            pubsub_mode,
+            tls: TlsConnector::new(config.tls_root_cert.clone()),
+            closed: AtomicBool::new(false),
+            pid: std::process::id(),
+        })
+    }
+
+    /// The settings the client was built with.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The command connections themselves, for the callers that must not be
+    /// stopped by [`close`](Self::close) (the watchdog's last pass, the
+    /// pub/sub layer's topology queries) or need a deadline.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Runs a command with the retry rule.
+    pub(crate) fn run<T>(
+        &self,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
+        self.check_open()?;
+        self.pool.run(op)
+    }
+
+    /// Runs a write with the retry rule and, when the client syncs replicas
+    /// and `wrote` says the write changed something, checks that enough
+    /// replicas have it: [`Error::ReplicasNotSynced`] otherwise (the write
+    /// stands on the master; the caller decides whether to undo it).
+    pub(crate) fn run_write<T>(
+        &self,
+        lock: &str,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<T> {
+        self.check_open()?;
+        let (value, acknowledged) = self.pool.run_write(None, op, wrote)?;
+        match (acknowledged, self.pool.replicas_wanted()) {
+            (Some(acknowledged), Some(wanted)) if acknowledged < wanted => {
+                Err(Error::ReplicasNotSynced {
+                    lock: crate::names::shorten(lock),
+                    wanted,
+                    acknowledged,
+                })
+            }
+            _ => Ok(value),
+        }
+    }
+
+    /// Runs a command that takes back this client's own traces in Redis (a
+    /// waiter leaving a fair queue), with the retry rule, also while the
+    /// client shuts down: shutdown waits for it.
+    pub(crate) fn run_cleanup<T>(
+        &self,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
+        self.check_process()?;
+        self.pool.run(op)
+    }
+
+    /// Fails with [`Error::Shutdown`] once closed, and with
+    /// [`Error::ForkedProcess`] in a forked child.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        self.check_process()?;
+        if self.is_closed() {
+            return Err(Error::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// Fails with [`Error::ForkedProcess`] unless called in the process
+    /// that opened the server.
+    pub(crate) fn check_process(&self) -> Result<()> {
+        let pid = std::process::id();
+        if pid != self.pid {
+            return Err(Error::ForkedProcess {
+                parent: self.pid,
+                child: pid,
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses every later command (but cleanups); returns whether this call
+    /// closed it (false when it was closed already).
+    pub(crate) fn close(&self) -> bool {
+        !self.closed.swap(true, Ordering::SeqCst)
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Closes the idle command connections.
+    pub(crate) fn close_idle(&self) {
+        self.pool.close_idle();
+    }
+
+    // ---- the protocol every kind shares ----
+
+    /// Sharded or classic pub/sub.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn pubsub_mode(&self) -> PubSubMode {
+        self.pubsub_mode
+    }
+
+    /// The command a release announces itself with.
+    pub(crate) fn publish_command(&self) -> &'static str {
+        match self.pubsub_mode {
+            PubSubMode::Classic => "publish",
+            #[cfg(feature = "cluster")]
+            PubSubMode::Sharded => "spublish",
+        }
+    }
+
+    /// The unlock latch key of release `request_id` on lock `name`, and how
+    /// long it must live in ms (see `lua/release.lua`).
+    pub(crate) fn unlock_latch(&self, name: &str, request_id: &str) -> (String, u64) {
+        let ttl = unlock_latch_ttl(&self.config).as_millis() as u64;
+        (crate::names::unlock_latch(name, request_id), ttl)
+    }
+
+    // ---- pub/sub sockets and topology ----
+
+    /// Where a classic pub/sub connection goes: the server, the current
+    /// master, or a cluster node (`attempt` picks which seed, so that
+    /// reconnects try them in turn).
+    pub(crate) fn pubsub_target(&self, attempt: usize) -> RedisResult<ConnectionInfo> {
+        self.pool.backend().pubsub_target(attempt)
+    }
+
+    /// Opens an authenticated pub/sub socket to `target`; its reader wakes
+    /// every `tick` so that its owner can do housekeeping.
+    pub(crate) fn open_pubsub(
+        &self,
+        target: &ConnectionInfo,
+        tick: Duration,
+    ) -> io::Result<(Reader, Stream)> {
+        socket::connect(
+            target,
+            &self.tls,
+            self.config.connect_timeout,
+            self.config.response_timeout,
+            tick,
+        )
+    }
+
+    /// Whether this is a cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.pool.backend().is_cluster()
+    }
+
+    /// The cluster's current slot map.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn slot_map(&self) -> Result<topology::SlotMap> {
+        topology::SlotMap::load(&self.pool)
+    }
+
+    /// A connection of its own to every master of the cluster (`SCAN`
+    /// covers only the node it is sent to), with its `host:port`.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn connect_masters(&self) -> Result<Vec<(String, redis::Connection)>> {
+        let seed = self.cluster_seed()?;
+        let mut masters = Vec::new();
+        for node in self.slot_map()?.masters() {
+            let address = node.address();
+            let info = topology::node_at(&seed, &node);
+            let conn = backend::direct_connection(info, &self.config).map_err(|source| {
+                Error::Connect {
+                    url: format!("cluster node {address}"),
+                    source,
+                }
+            })?;
+            masters.push((address, conn));
+        }
+        Ok(masters)
+    }
+
+    /// The settings (credentials, TLS) of the first cluster seed, which
+    /// every node is reached with.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn cluster_seed(&self) -> RedisResult<ConnectionInfo> {
+        self.pool.backend().pubsub_target(0)
+    }
+}
+
+/// Chooses the pub/sub mode once, when the client starts.
+fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubMode> {
+    #[cfg(feature = "cluster")]
+    if pool.backend().is_cluster() {
+        let seed = pool
+            .backend()
+            .pubsub_target(0)
+            .map_err(|source| Error::Connect {
+                url: config.target(),
+                source,
+            })?;
+        if topology::sharded_pubsub(pool, &seed, config)? {
+            return Ok(PubSubMode::Sharded);
+        }
+    }
+    let _ = (pool, config);
+    Ok(PubSubMode::Classic)
+}
+
+/// The longest a release latch must outlive its first attempt: every retry
+/// of that release has been sent by then. An attempt may spend the connect
+/// timeout on a new connection before its response timeout starts, so both
+/// count.
+///
+/// Saturating and capped at a day, so that absurd settings give a long latch
+/// instead of a panic or a TTL Redis refuses.
+fn unlock_latch_ttl(config: &Config) -> Duration {
+    const LONGEST: Duration = Duration::from_secs(24 * 3600);
+    let attempts = config.retry_attempts.saturating_add(1);
+    config
+        .connect_timeout
+        .saturating_add(config.response_timeout)
+        .saturating_mul(attempts)
+        .saturating_add(config.retry_delay.saturating_mul(config.retry_attempts))
+        .saturating_add(Duration::from_secs(1))
+        .min(LONGEST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unlock_latch_outlives_every_retry() {
+        let c = Config {
+            connect_timeout: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(3),
+            retry_attempts: 3,
+            retry_delay: Duration::from_millis(50),
+            ..Config::default()
+        };
+        // Four attempts, each a slow connect and a slow reply, three pauses.
+        let last_retry_by = Duration::from_millis(4 * 8000 + 3 * 50);
+        assert!(unlock_latch_ttl(&c) > last_retry_by);
+        let absurd = Config {
+            response_timeout: Duration::MAX,
+            retry_attempts: u32::MAX,
+            ..c
+        };
+        assert_eq!(unlock_latch_ttl(&absurd), Duration::from_secs(24 * 3600));
+    }
+}
