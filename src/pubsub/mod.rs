@@ -14,68 +14,28 @@
 //! with sharded pub/sub on a cluster, where it has one of each per node that
 //! owns a waited channel.
 
+mod channel;
+mod links;
 mod registry;
+#[cfg(feature = "cluster")]
+mod retries;
 mod router;
 mod subscriber;
+mod threads;
+mod waiters;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
+use std::time::Duration;
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::server::Server;
 use crate::stats::Counters;
 
-pub(crate) use registry::Wake;
-use registry::{Channel, Joined, Registry};
-use router::Router;
-
-/// What the subscriber threads share with the waiting threads.
-#[derive(Debug)]
-struct Shared {
-    registry: Registry,
-    router: Router,
-    stopping: AtomicBool,
-    /// How to reach the deployment, open pub/sub sockets and ask a cluster
-    /// for its slots.
-    server: Arc<Server>,
-    response_timeout: Duration,
-    linger: Duration,
-    /// Every background thread started (subscribers, and the sharded
-    /// retry thread), unparked when the client stops and joined by
-    /// [`PubSub::shutdown`].
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Where reconnects are counted, for [`Stats`](crate::Stats).
-    counters: Arc<Counters>,
-}
-
-impl Shared {
-    /// Sleeps for `duration`, or less if the client stops meanwhile
-    /// ([`PubSub::stop`] unparks every background thread).
-    fn pause(&self, duration: Duration) {
-        let deadline = Instant::now().checked_add(duration);
-        while !self.stopping.load(Ordering::SeqCst) {
-            match deadline {
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return;
-                    }
-                    thread::park_timeout(deadline - now);
-                }
-                None => thread::park(),
-            }
-        }
-    }
-}
-
-/// How often a subscriber thread wakes without traffic, to unsubscribe idle
-/// channels and check that its connection is alive.
-const TICK: Duration = Duration::from_secs(1);
+use channel::Channel;
+use links::{Router, Shared};
+use registry::{Joined, Registry};
+pub(crate) use waiters::Wake;
 
 /// The client's pub/sub service.
 #[derive(Debug)]
@@ -94,11 +54,10 @@ impl PubSub {
         let shared = Arc::new(Shared {
             registry: Registry::default(),
             router,
-            stopping: AtomicBool::new(false),
+            threads: Default::default(),
             server,
             response_timeout,
             linger,
-            threads: Mutex::new(Vec::new()),
             counters,
         });
         router::start(&shared).map_err(|source| crate::error::Error::Connect {
@@ -123,7 +82,7 @@ impl PubSub {
                 channel
             }
         };
-        let stopping = self.shared.stopping.load(Ordering::SeqCst);
+        let stopping = self.shared.threads.is_stopping();
         if !stopping
             && !channel.is_subscribed()
             && !channel.wait_subscribed(self.shared.response_timeout.min(max_wait))
@@ -167,12 +126,7 @@ impl PubSub {
     /// client is shut down, and waits for the threads to end.
     pub(crate) fn shutdown(&self) {
         self.stop();
-        let threads = std::mem::take(&mut *self.shared.threads.lock());
-        for thread in threads {
-            if thread.join().is_err() {
-                log::error!("a redhold pub/sub thread panicked");
-            }
-        }
+        self.shared.threads.join_all();
     }
 
     /// Tells the background threads to stop, without waiting for them: the
@@ -181,12 +135,10 @@ impl PubSub {
     /// thread: a thread in the middle of a connection attempt ends only
     /// once that attempt does (within the connect and response timeouts).
     fn stop(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.threads.stop();
         self.shared.registry.wake_everyone();
         self.shared.router.close_all();
-        for thread in self.shared.threads.lock().iter() {
-            thread.thread().unpark();
-        }
+        self.shared.threads.unpark_all();
     }
 }
 

@@ -1,10 +1,8 @@
 //! Which connection a channel is subscribed on, and how connections are
 //! opened, lost and replaced.
 //!
-//! | mode      | used for                                        | connections            | commands                  |
-//! |-----------|-------------------------------------------------|------------------------|---------------------------|
-//! | `Single`  | one server, a sentinel's master, a cluster with classic pub/sub | one, reconnected forever | SUBSCRIBE / PUBLISH |
-//! | `Sharded` | a cluster whose masters all run Redis 7+        | one per slot owner     | SSUBSCRIBE / SPUBLISH     |
+//! The connections themselves, and what the threads share, are in
+//! `links.rs`.
 //!
 //! Classic PUBLISH on a cluster reaches subscribers on every node, so one
 //! connection to any node hears every lock. Sharded messages are delivered
@@ -21,121 +19,26 @@
 //! confirmed; waiters meanwhile wait by TTL and are woken once it is.
 
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread;
-use std::time::Duration;
-
-#[cfg(feature = "cluster")]
-use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 #[cfg(feature = "cluster")]
 use parking_lot::Mutex;
 use redis::{ConnectionInfo, RedisResult};
 
-use super::registry::Channel;
-use super::{subscriber, Shared, TICK};
-use crate::error::Result;
+use super::channel::Channel;
+use super::links::{Router, Shared, MAX_BACKOFF, MIN_BACKOFF};
+use super::subscriber::{Event, Link, Subscriber};
 use crate::server::socket::{Reader, Writer};
 #[cfg(feature = "cluster")]
 use crate::server::topology::SlotMap;
-#[cfg(feature = "cluster")]
-use crate::server::PubSubMode;
-use crate::server::Server;
 use crate::stats::Counters;
 
-/// First pause between two reconnect (or sharded retry) attempts.
-const MIN_BACKOFF: Duration = Duration::from_millis(50);
-/// Longest pause between two reconnect (or sharded retry) attempts.
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How often a subscriber thread wakes without traffic, to unsubscribe idle
+/// channels and check that its connection is alive.
+const TICK: Duration = Duration::from_secs(1);
 /// Channels per SUBSCRIBE when resubscribing after a reconnect.
 const RESUBSCRIBE_BATCH: usize = 100;
-
-/// One pub/sub connection: its writing half, shared by the waiters.
-#[derive(Debug)]
-pub(super) struct Link {
-    /// Names the connection: `pubsub` in single mode, `host:port` of the
-    /// node in sharded mode.
-    pub(super) id: Arc<str>,
-    pub(super) writer: Writer,
-}
-
-/// See the module table.
-#[derive(Debug)]
-pub(super) enum Router {
-    Single {
-        link: Arc<Link>,
-    },
-    #[cfg(feature = "cluster")]
-    Sharded {
-        links: Mutex<HashMap<Arc<str>, Arc<Link>>>,
-        slots: Mutex<SlotMap>,
-        retries: Mutex<Retries>,
-    },
-}
-
-/// Sharded mode: the channels whose SSUBSCRIBE must be sent (again), for
-/// the retry thread.
-#[cfg(feature = "cluster")]
-#[derive(Debug)]
-pub(super) struct Retries {
-    /// Channels to send; duplicates are dropped when a pass takes them.
-    due: Vec<Arc<Channel>>,
-    /// Whether the retry thread runs; it ends once a pass leaves nothing due.
-    running: bool,
-    /// The pause after the next pass: doubles after every pass, back to the
-    /// minimum when a subscription is confirmed (so a node that keeps
-    /// refusing is not asked in a tight loop).
-    backoff: Duration,
-}
-
-impl Router {
-    /// The mode the server chose: sharded on a cluster whose masters all
-    /// run Redis 7 or later (or when the builder says so), single otherwise.
-    pub(super) fn new(server: &Server) -> Result<Router> {
-        #[cfg(feature = "cluster")]
-        if server.pubsub_mode() == PubSubMode::Sharded {
-            return Ok(Router::Sharded {
-                links: Mutex::new(HashMap::new()),
-                slots: Mutex::new(server.slot_map()?),
-                retries: Mutex::new(Retries {
-                    due: Vec::new(),
-                    running: false,
-                    backoff: MIN_BACKOFF,
-                }),
-            });
-        }
-        let _ = server;
-        Ok(Router::Single {
-            link: Arc::new(Link {
-                id: Arc::from("pubsub"),
-                writer: Writer::default(),
-            }),
-        })
-    }
-
-    /// SUBSCRIBE and UNSUBSCRIBE, or their sharded forms.
-    fn commands(&self) -> (&'static [u8], &'static [u8]) {
-        match self {
-            Router::Single { .. } => (b"SUBSCRIBE", b"UNSUBSCRIBE"),
-            #[cfg(feature = "cluster")]
-            Router::Sharded { .. } => (b"SSUBSCRIBE", b"SUNSUBSCRIBE"),
-        }
-    }
-
-    /// Closes every connection, which ends every subscriber thread's read.
-    pub(super) fn close_all(&self) {
-        match self {
-            Router::Single { link } => link.writer.detach(),
-            #[cfg(feature = "cluster")]
-            Router::Sharded { links, .. } => {
-                for link in links.lock().values() {
-                    link.writer.detach();
-                }
-            }
-        }
-    }
-}
 
 /// Opens the first connection (single mode); sharded connections open when
 /// a channel first needs one.
@@ -167,32 +70,48 @@ fn spawn(shared: &Arc<Shared>, link: &Arc<Link>, reader: Reader) -> io::Result<(
         Router::Sharded { .. } => format!("redhold-subscriber-{}", link.id),
     };
     let link = Arc::clone(link);
-    spawn_thread(shared, name, move |shared| {
-        subscriber::run(shared, &link, reader)
-    })
+    let subscriber = Subscriber::new(reader, shared.response_timeout);
+    spawn_thread(shared, name, move |shared| serve(shared, &link, subscriber))
 }
 
-/// Starts a background thread, which [`PubSub::shutdown`](super::PubSub::shutdown)
-/// joins; refused once the client stops, so that none is left behind.
+/// Starts a background thread that sees `shared`.
 fn spawn_thread(
     shared: &Arc<Shared>,
     name: String,
     run: impl FnOnce(&Arc<Shared>) + Send + 'static,
 ) -> io::Result<()> {
-    // Checked under the lock that shutdown takes the threads with.
-    let mut threads = shared.threads.lock();
-    if shared.stopping.load(Ordering::SeqCst) {
-        return Err(io::Error::other("the client is shutting down"));
+    let for_thread = Arc::clone(shared);
+    shared.threads.spawn(name, move || run(&for_thread))
+}
+
+/// The body of a subscriber thread: reads `link` until the client shuts
+/// down or (sharded mode) the link is lost and its channels have moved
+/// elsewhere, and acts on what the reads report.
+fn serve(shared: &Arc<Shared>, link: &Arc<Link>, mut subscriber: Subscriber) {
+    let mut last_housekeeping = Instant::now();
+    while !shared.threads.is_stopping() {
+        match subscriber.next(&shared.registry, link) {
+            Event::Quiet => {}
+            Event::Confirmed => confirmed(shared),
+            Event::Moved => moved(shared),
+            Event::Refused => refused(shared, link),
+            Event::Resubscribe(channel) => resubscribe(shared, channel),
+            Event::Lost(reason) => {
+                if shared.threads.is_stopping() {
+                    break;
+                }
+                log::warn!("redhold pub/sub connection {} lost ({reason})", link.id);
+                match link_lost(shared, link) {
+                    Some(fresh) => subscriber.reconnected(fresh),
+                    None => break,
+                }
+            }
+        }
+        if last_housekeeping.elapsed() >= TICK {
+            last_housekeeping = Instant::now();
+            unsubscribe_idle(shared, link);
+        }
     }
-    let thread = {
-        let shared = Arc::clone(shared);
-        thread::Builder::new()
-            .name(name)
-            .spawn(move || run(&shared))?
-    };
-    threads.retain(|t| !t.is_finished());
-    threads.push(thread);
-    Ok(())
 }
 
 /// Sends SUBSCRIBE for `channel` on the connection it belongs on. When that
@@ -208,7 +127,7 @@ pub(super) fn subscribe(shared: &Arc<Shared>, channel: &Arc<Channel>) {
 }
 
 fn try_subscribe(shared: &Arc<Shared>, channel: &Arc<Channel>) -> RedisResult<()> {
-    let (subscribe, _) = shared.router.commands();
+    let (subscribe, _) = shared.server.subscribe_commands();
     let before = channel.last_send();
     let link = link_for(shared, channel).inspect_err(|_| channel.send_failed(before))?;
     let token = channel.assign(&link.id);
@@ -226,7 +145,7 @@ fn link_for(shared: &Arc<Shared>, channel: &Channel) -> RedisResult<Arc<Link>> {
         Router::Single { link } => Ok(Arc::clone(link)),
         #[cfg(feature = "cluster")]
         Router::Sharded { links, slots, .. } => {
-            if shared.stopping.load(Ordering::SeqCst) {
+            if shared.threads.is_stopping() {
                 return Err(io::Error::other("the client is shutting down").into());
             }
             let slot = crate::server::slot::of(channel.name.as_bytes());
@@ -251,8 +170,8 @@ fn link_for(shared: &Arc<Shared>, channel: &Channel) -> RedisResult<Arc<Link>> {
 }
 
 /// Sends UNSUBSCRIBE for channels nobody has waited on for the linger.
-pub(super) fn unsubscribe_idle(shared: &Shared, link: &Link) {
-    let (_, unsubscribe) = shared.router.commands();
+fn unsubscribe_idle(shared: &Shared, link: &Link) {
+    let (_, unsubscribe) = shared.server.subscribe_commands();
     for channel in shared.registry.take_idle(shared.linger, &link.id) {
         if let Err(e) = link.writer.send(&[unsubscribe, channel.name.as_bytes()]) {
             log::debug!("redhold: UNSUBSCRIBE {} not sent: {e}", channel.name);
@@ -265,7 +184,7 @@ pub(super) fn unsubscribe_idle(shared: &Shared, link: &Link) {
 /// backoff, until that works or the client shuts down; in sharded mode the
 /// link is dropped and its channels move to wherever their slots live now.
 /// Returns the new reader, or `None` when the thread should end.
-pub(super) fn link_lost(shared: &Arc<Shared>, link: &Arc<Link>) -> Option<Reader> {
+fn link_lost(shared: &Arc<Shared>, link: &Arc<Link>) -> Option<Reader> {
     link.writer.detach();
     let channels = shared.registry.on_link(&link.id);
     for channel in &channels {
@@ -292,11 +211,11 @@ pub(super) fn link_lost(shared: &Arc<Shared>, link: &Arc<Link>) -> Option<Reader
 /// Single mode: connects again with backoff and subscribes every channel
 /// that still has waiters.
 fn reconnect(shared: &Shared, link: &Link) -> Option<Reader> {
-    let (subscribe, _) = shared.router.commands();
+    let (subscribe, _) = shared.server.subscribe_commands();
     let mut backoff = MIN_BACKOFF;
     let mut attempt = 0usize;
     loop {
-        if shared.stopping.load(Ordering::SeqCst) {
+        if shared.threads.is_stopping() {
             return None;
         }
         attempt += 1;
@@ -329,7 +248,7 @@ fn reconnect(shared: &Shared, link: &Link) -> Option<Reader> {
             }
             Err(e) => {
                 log::debug!("redhold pub/sub reconnect failed: {e}; next try in {backoff:?}");
-                shared.pause(backoff);
+                shared.threads.pause(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
@@ -343,16 +262,9 @@ fn retry_later(shared: &Arc<Shared>, channels: Vec<Arc<Channel>>) {
     let Router::Sharded { retries, .. } = &shared.router else {
         return;
     };
-    if shared.stopping.load(Ordering::SeqCst) {
+    if shared.threads.is_stopping() || !retries.lock().add(channels) {
         return;
     }
-    let mut state = retries.lock();
-    state.due.extend(channels);
-    if state.running || state.due.is_empty() {
-        return;
-    }
-    state.running = true;
-    drop(state);
     let started = spawn_thread(shared, "redhold-resubscribe".to_owned(), |shared| {
         retry_loop(shared)
     });
@@ -360,7 +272,7 @@ fn retry_later(shared: &Arc<Shared>, channels: Vec<Arc<Channel>>) {
         // Waiters wait by TTL; the next failure or lost connection tries
         // to start the thread again.
         log::warn!("redhold: cannot start the pub/sub retry thread: {e}");
-        retries.lock().running = false;
+        retries.lock().stopped();
     }
 }
 
@@ -372,23 +284,13 @@ fn retry_loop(shared: &Arc<Shared>) {
         return;
     };
     loop {
-        let due = {
-            let mut state = retries.lock();
-            if state.due.is_empty() || shared.stopping.load(Ordering::SeqCst) {
-                state.running = false;
-                return;
-            }
-            std::mem::take(&mut state.due)
+        let stopping = shared.threads.is_stopping();
+        let Some(due) = retries.lock().take(stopping) else {
+            return;
         };
         let failed = relocate(shared, slots, due);
-        let pause = {
-            let mut state = retries.lock();
-            state.due.extend(failed);
-            let pause = state.backoff;
-            state.backoff = (pause * 2).min(MAX_BACKOFF);
-            pause
-        };
-        shared.pause(pause);
+        let pause = retries.lock().after_pass(failed);
+        shared.threads.pause(pause);
     }
 }
 
@@ -427,10 +329,10 @@ fn relocate(
 
 /// A subscription was confirmed: in sharded mode the retry thread's pause
 /// starts from the minimum again.
-pub(super) fn confirmed(shared: &Shared) {
+fn confirmed(shared: &Shared) {
     #[cfg(feature = "cluster")]
     if let Router::Sharded { retries, .. } = &shared.router {
-        retries.lock().backoff = MIN_BACKOFF;
+        retries.lock().confirmed();
     }
     #[cfg(not(feature = "cluster"))]
     let _ = shared;
@@ -438,7 +340,7 @@ pub(super) fn confirmed(shared: &Shared) {
 
 /// A node answered MOVED to a subscription: the slots changed. Every
 /// unconfirmed subscription is sent again where it belongs.
-pub(super) fn moved(shared: &Arc<Shared>) {
+fn moved(shared: &Arc<Shared>) {
     #[cfg(feature = "cluster")]
     if let Router::Sharded { .. } = &shared.router {
         retry_later(shared, shared.registry.unconfirmed());
@@ -450,7 +352,7 @@ pub(super) fn moved(shared: &Arc<Shared>) {
 /// `link` answered with an error (say, CLUSTERDOWN). Only subscriptions get
 /// replies that can fail, so in sharded mode those still unconfirmed on
 /// `link` are retried; in single mode the error is only logged.
-pub(super) fn refused(shared: &Arc<Shared>, link: &Link) {
+fn refused(shared: &Arc<Shared>, link: &Link) {
     #[cfg(feature = "cluster")]
     if let Router::Sharded { .. } = &shared.router {
         let unconfirmed = shared
@@ -468,7 +370,7 @@ pub(super) fn refused(shared: &Arc<Shared>, link: &Link) {
 /// `channel` was unsubscribed on the server while waiters need it (see
 /// [`Registry::unsubscribed`](super::registry::Registry::unsubscribed)):
 /// subscribe it again, in sharded mode wherever its slot lives now.
-pub(super) fn resubscribe(shared: &Arc<Shared>, channel: Arc<Channel>) {
+fn resubscribe(shared: &Arc<Shared>, channel: Arc<Channel>) {
     #[cfg(feature = "cluster")]
     if let Router::Sharded { .. } = &shared.router {
         retry_later(shared, vec![channel]);

@@ -1,97 +1,135 @@
-//! A subscriber thread: reads one pub/sub connection, wakes waiters, keeps
-//! the connection alive and hands it to the router when it dies.
+//! What a subscriber thread reads: one pub/sub connection, whose messages
+//! and confirmations it hands to the waiters' channels, and whose other
+//! news (a lost connection, a refusal, a moved slot) it returns to the
+//! router as an [`Event`]. It never calls back into the router.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::router::{self, Link};
-use super::{Shared, TICK};
+use super::channel::Channel;
+use super::registry::Registry;
 use crate::server::resp::Frame;
-use crate::server::socket::Reader;
+use crate::server::socket::{Reader, Writer};
 
 /// Silence after which the thread checks the connection with a PING.
 const PING_AFTER: Duration = Duration::from_secs(5);
 
-/// Runs until the client shuts down, or (sharded mode) until its node's
-/// connection is lost and its channels have moved elsewhere.
-pub(super) fn run(shared: &Arc<Shared>, link: &Arc<Link>, mut reader: Reader) {
-    let mut last_read = Instant::now();
-    let mut ping_sent: Option<Instant> = None;
-    let mut last_housekeeping = Instant::now();
-    while !shared.stopping.load(Ordering::SeqCst) {
-        let failure = match reader.next() {
-            Ok(Some(frame)) => {
-                last_read = Instant::now();
-                ping_sent = None;
-                dispatch(shared, link, frame);
-                None
-            }
-            Ok(None) => match ping_sent {
-                Some(sent) if sent.elapsed() > shared.response_timeout => {
-                    Some("the server did not answer a PING in time".to_owned())
-                }
-                None if last_read.elapsed() > PING_AFTER => {
-                    ping_sent = Some(Instant::now());
-                    link.writer.send(&[b"PING"]).err().map(|e| e.to_string())
-                }
-                _ => None,
-            },
-            Err(e) => Some(e.to_string()),
-        };
-        if let Some(reason) = failure {
-            if shared.stopping.load(Ordering::SeqCst) {
-                break;
-            }
-            log::warn!("redhold pub/sub connection {} lost ({reason})", link.id);
-            match router::link_lost(shared, link) {
-                Some(fresh) => reader = fresh,
-                None => break,
-            }
-            last_read = Instant::now();
-            ping_sent = None;
+/// One pub/sub connection: its name and its writing half, shared by the
+/// waiters (who write SUBSCRIBE on it themselves).
+#[derive(Debug)]
+pub(super) struct Link {
+    /// Names the connection: `pubsub` in single mode, `host:port` of the
+    /// node in sharded mode.
+    pub(super) id: Arc<str>,
+    pub(super) writer: Writer,
+}
+
+/// What the router must act on after one read.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// Nothing for the router: a message was delivered, a frame ignored, or
+    /// the read timed out quietly.
+    Quiet,
+    /// A subscription was confirmed.
+    Confirmed,
+    /// A node answered MOVED to a subscription: the slots changed.
+    Moved,
+    /// The server answered a command with an error.
+    Refused,
+    /// The server dropped the subscription of a channel that waiters still
+    /// need.
+    Resubscribe(Arc<Channel>),
+    /// The connection is lost, for this reason.
+    Lost(String),
+}
+
+/// The reading half of one link, and when it last heard from the server.
+#[derive(Debug)]
+pub(super) struct Subscriber {
+    reader: Reader,
+    last_read: Instant,
+    ping_sent: Option<Instant>,
+    response_timeout: Duration,
+}
+
+impl Subscriber {
+    /// Reads from `reader`; a PING unanswered for `response_timeout` means
+    /// the connection is lost.
+    pub(super) fn new(reader: Reader, response_timeout: Duration) -> Subscriber {
+        Subscriber {
+            reader,
+            last_read: Instant::now(),
+            ping_sent: None,
+            response_timeout,
         }
-        if last_housekeeping.elapsed() >= TICK {
-            last_housekeeping = Instant::now();
-            router::unsubscribe_idle(shared, link);
+    }
+
+    /// Reads from a new connection after the old one was lost.
+    pub(super) fn reconnected(&mut self, reader: Reader) {
+        self.reader = reader;
+        self.last_read = Instant::now();
+        self.ping_sent = None;
+    }
+
+    /// Waits for the next frame, at most one read timeout (the router's
+    /// tick), and acts on what concerns the waiters.
+    pub(super) fn next(&mut self, registry: &Registry, link: &Link) -> Event {
+        match self.reader.next() {
+            Ok(Some(frame)) => {
+                self.last_read = Instant::now();
+                self.ping_sent = None;
+                dispatch(registry, link, frame)
+            }
+            Ok(None) => match self.ping_sent {
+                Some(sent) if sent.elapsed() > self.response_timeout => {
+                    Event::Lost("the server did not answer a PING in time".to_owned())
+                }
+                None if self.last_read.elapsed() > PING_AFTER => {
+                    self.ping_sent = Some(Instant::now());
+                    match link.writer.send(&[b"PING"]) {
+                        Ok(()) => Event::Quiet,
+                        Err(e) => Event::Lost(e.to_string()),
+                    }
+                }
+                _ => Event::Quiet,
+            },
+            Err(e) => Event::Lost(e.to_string()),
         }
     }
 }
 
 /// Acts on one frame from the server. Unknown frames and payloads are logged
-/// and ignored: nothing a peer publishes can stop this thread.
-fn dispatch(shared: &Arc<Shared>, link: &Link, frame: Frame) {
+/// and ignored: nothing a peer publishes can stop the thread.
+fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
     let items = match frame {
         Frame::Array(Some(items)) => items,
         Frame::Error(e) if e.starts_with(b"MOVED") => {
             log::debug!("redhold pub/sub: {}", String::from_utf8_lossy(&e));
-            router::moved(shared);
-            return;
+            return Event::Moved;
         }
         Frame::Error(e) => {
             log::warn!(
                 "redhold pub/sub: server error {}",
                 String::from_utf8_lossy(&e)
             );
-            router::refused(shared, link);
-            return;
+            return Event::Refused;
         }
         other => {
             log::debug!("redhold pub/sub: ignoring {other:?}");
-            return;
+            return Event::Quiet;
         }
     };
     let (Some(Frame::Bulk(Some(kind))), Some(Frame::Bulk(Some(channel)))) =
         (items.first(), items.get(1))
     else {
         log::debug!("redhold pub/sub: ignoring {items:?}");
-        return;
+        return Event::Quiet;
+    };
+    let Some(channel) = registry.get(channel) else {
+        return Event::Quiet;
     };
     match kind.as_slice() {
         b"message" | b"smessage" => {
-            let Some(channel) = shared.registry.get(channel) else {
-                return;
-            };
             match items.get(2) {
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"0" => {
                     channel.wake_one()
@@ -104,23 +142,22 @@ fn dispatch(shared: &Arc<Shared>, link: &Link, frame: Frame) {
                     channel.name
                 ),
             }
+            Event::Quiet
         }
         b"subscribe" | b"ssubscribe" => {
-            if let Some(channel) = shared.registry.get(channel) {
-                channel.confirm();
-                router::confirmed(shared);
-            }
+            channel.confirm();
+            Event::Confirmed
         }
-        b"unsubscribe" | b"sunsubscribe" => {
-            // Our own UNSUBSCRIBE after the linger (possibly overtaken by a
-            // waiter's SUBSCRIBE), or a node giving up a slot that moved
-            // away: either way the subscription is gone on this connection.
-            if let Some(channel) = shared.registry.get(channel) {
-                if shared.registry.unsubscribed(&channel, &link.id) {
-                    router::resubscribe(shared, channel);
-                }
-            }
+        // Our own UNSUBSCRIBE after the linger (possibly overtaken by a
+        // waiter's SUBSCRIBE), or a node giving up a slot that moved away:
+        // either way the subscription is gone on this connection.
+        b"unsubscribe" | b"sunsubscribe" if registry.unsubscribed(&channel, &link.id) => {
+            Event::Resubscribe(channel)
         }
-        _ => log::debug!("redhold pub/sub: ignoring {items:?}"),
+        b"unsubscribe" | b"sunsubscribe" => Event::Quiet,
+        _ => {
+            log::debug!("redhold pub/sub: ignoring {items:?}");
+            Event::Quiet
+        }
     }
 }

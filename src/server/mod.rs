@@ -191,6 +191,15 @@ impl Server {
         }
     }
 
+    /// The commands a channel is subscribed and unsubscribed with.
+    pub(crate) fn subscribe_commands(&self) -> (&'static [u8], &'static [u8]) {
+        match self.pubsub_mode {
+            PubSubMode::Classic => (b"SUBSCRIBE", b"UNSUBSCRIBE"),
+            #[cfg(feature = "cluster")]
+            PubSubMode::Sharded => (b"SSUBSCRIBE", b"SUNSUBSCRIBE"),
+        }
+    }
+
     /// The unlock latch key of release `request_id` on lock `name`, and how
     /// long it must live in ms (see `lua/release.lua`).
     pub(crate) fn unlock_latch(&self, name: &str, request_id: &str) -> (String, u64) {
