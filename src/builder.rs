@@ -1,5 +1,6 @@
-//! The builder of a [`Client`]: every setting with its default, checked
-//! before anything connects.
+//! How a [`Client`] is made: [`Client::open`] with the defaults, or
+//! [`Client::builder`] and every setting with its default, checked before
+//! anything connects.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,6 +8,24 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::config::{lease_millis, non_zero, Config, Deployment};
 use crate::error::{Error, Result};
+
+impl Client {
+    /// Connects to the server at `url` with default settings.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidUrl`] for a malformed URL; [`Error::Connect`] when the
+    /// server does not answer within the connect timeout (5 s) or refuses the
+    /// credentials.
+    pub fn open(url: &str) -> Result<Client> {
+        Client::builder().url(url).build()
+    }
+
+    /// A builder for a client with settings other than the defaults.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+}
 
 /// Builds a [`Client`]: `Client::builder().url(..).watchdog_timeout(..).build()`.
 ///

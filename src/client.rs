@@ -6,14 +6,12 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::builder::ClientBuilder;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
 use crate::lost_callbacks::LostCallbacks;
 use crate::pubsub::PubSub;
-use crate::read_write::ReadWriteLock;
 use crate::renewals::RenewalMap;
 use crate::server::Server;
 use crate::stats::{Counters, Stats};
@@ -57,22 +55,6 @@ struct Inner {
 }
 
 impl Client {
-    /// Connects to the server at `url` with default settings.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidUrl`] for a malformed URL; [`Error::Connect`] when the
-    /// server does not answer within the connect timeout (5 s) or refuses the
-    /// credentials.
-    pub fn open(url: &str) -> Result<Client> {
-        Client::builder().url(url).build()
-    }
-
-    /// A builder for a client with settings other than the defaults.
-    pub fn builder() -> ClientBuilder {
-        ClientBuilder::default()
-    }
-
     /// Connects and starts the client's threads; the builder has checked
     /// `config`.
     pub(crate) fn start(config: Config) -> Result<Client> {
@@ -159,11 +141,6 @@ impl Client {
     /// waiters that poll with exponential backoff instead of using pub/sub.
     pub fn spin_lock(&self, name: impl Into<String>) -> SpinLock {
         Lock::new(self.clone(), name.into())
-    }
-
-    /// A handle on the read-write lock called `name`.
-    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
-        ReadWriteLock::new(self, name.into())
     }
 
     /// Stops the subscriber and watchdog threads and waits for them to end,

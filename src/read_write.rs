@@ -30,8 +30,15 @@ pub struct ReadWriteLock {
     write: Lock<Write>,
 }
 
+impl Client {
+    /// A handle on the read-write lock called `name`.
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        ReadWriteLock::new(self, name.into())
+    }
+}
+
 impl ReadWriteLock {
-    pub(crate) fn new(client: &Client, name: String) -> Self {
+    fn new(client: &Client, name: String) -> Self {
         ReadWriteLock {
             read: Lock::new(client.clone(), name.clone()),
             write: Lock::new(client.clone(), name),

@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use redis::Value;
 use uuid::Uuid;
 
-use super::{Holder, Kind, LockInfo, Mode, Waiter};
+use super::info::{Holder, Kind, LockInfo, Mode, Waiter};
 use crate::error::{Error, Result};
 use crate::names;
 use crate::scripts;

@@ -1,0 +1,140 @@
+//! The guard of a [`RedLock`](crate::RedLock): the per-server holds that
+//! make its majority, how long they are certainly valid, and their release.
+
+use std::fmt;
+use std::mem;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::lock::Lock;
+use crate::multi_lock::release_all;
+
+/// Holds a RedLock: the per-server locks that were taken (a majority).
+///
+/// Dropping it releases them, and also tries the servers whose reply was
+/// lost while acquiring: their request may have taken the lock after all.
+#[must_use = "if unused the lock will immediately unlock"]
+pub struct RedLockGuard {
+    pub(crate) guards: Vec<LockGuard>,
+    /// Servers whose acquire failed without a reply (error, timeout): they
+    /// may hold the lock for us anyway, so they are released with the rest.
+    pub(crate) unsure: Vec<Lock>,
+    pub(crate) quorum: usize,
+    /// The lease, or `None` when the watchdog renews the per-server locks.
+    pub(crate) lease: Option<Duration>,
+    /// When the round started, from which a lease runs.
+    pub(crate) started: Instant,
+    /// The clock drift allowance, subtracted from every expiry.
+    pub(crate) drift: Duration,
+}
+
+/// Releases the locks of servers whose acquire reply was lost. A server
+/// where the acquire did not happen answers `NotHeld`; one still unreachable
+/// lets the lock expire after its lease or watchdog timeout.
+pub(crate) fn release_unsure(unsure: Vec<Lock>) {
+    for lock in unsure {
+        match lock.unlock() {
+            Ok(()) | Err(Error::NotHeld { .. }) => {}
+            Err(e) => log::debug!(
+                "redhold RedLock: releasing {:?} on a server that did not answer the \
+                 acquire failed ({}); it expires on its own",
+                lock,
+                e.chain()
+            ),
+        }
+    }
+}
+
+impl RedLockGuard {
+    /// How much longer the lock is certainly held on a majority; do the
+    /// protected work within it.
+    ///
+    /// For each server still held, its lock certainly lives until its TTL,
+    /// counted from when the last confirmation was requested: the acquire
+    /// with a lease, and the latest successful watchdog renewal without one
+    /// (so the validity grows back with every renewal). The validity is the
+    /// time left until the quorum-th longest of those ends, minus the clock
+    /// drift allowance (1% of the TTL + 2 ms). It is zero once fewer than a
+    /// quorum of servers are believed held.
+    pub fn validity(&self) -> Duration {
+        let mut ends: Vec<Instant> = self
+            .guards
+            .iter()
+            .filter(|guard| guard.is_held())
+            .filter_map(|guard| self.held_until(guard))
+            .collect();
+        if ends.len() < self.quorum {
+            return Duration::ZERO;
+        }
+        ends.sort_unstable_by(|a, b| b.cmp(a));
+        let end = ends[self.quorum - 1];
+        end.checked_sub(self.drift).map_or(Duration::ZERO, |end| {
+            end.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// Until when one server's lock certainly lives in Redis, if known.
+    fn held_until(&self, guard: &LockGuard) -> Option<Instant> {
+        let lock = guard.lock();
+        match self.lease {
+            Some(lease) => self.started.checked_add(lease),
+            // The guard's hold record, as the watchdog updates it.
+            None => guard
+                .hold()
+                .record
+                .last_confirmed()
+                .checked_add(lock.client().watchdog_timeout()),
+        }
+    }
+
+    /// Whether a majority of the per-server locks is still believed held
+    /// (no I/O); see [`LockGuard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guards.iter().filter(|g| g.is_held()).count() >= self.quorum
+    }
+
+    /// How many servers granted the lock.
+    pub fn servers_held(&self) -> usize {
+        self.guards.len()
+    }
+
+    /// Releases the lock on every server that granted it, and on the
+    /// servers whose acquire reply was lost (their errors are not reported:
+    /// the lock may never have been taken there).
+    ///
+    /// # Errors
+    ///
+    /// The first error of [`LockGuard::unlock`], after trying them all.
+    pub fn unlock(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        let released = release_all(mem::take(&mut self.guards));
+        release_unsure(mem::take(&mut self.unsure));
+        released
+    }
+}
+
+impl Drop for RedLockGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            log::warn!(
+                "redhold: releasing a RedLock on guard drop failed: {}",
+                e.chain()
+            );
+        }
+    }
+}
+
+impl fmt::Debug for RedLockGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedLockGuard")
+            .field("servers_held", &self.guards.len())
+            .field("servers_unsure", &self.unsure.len())
+            .field("quorum", &self.quorum)
+            .field("validity", &self.validity())
+            .finish()
+    }
+}
