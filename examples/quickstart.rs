@@ -9,7 +9,7 @@ use std::error::Error;
 use std::fmt::Display;
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -238,17 +238,16 @@ fn lease_text(lease: Option<Duration>) -> String {
     lease.map_or_else(|| "none (not locked)".to_string(), secs)
 }
 
-// --- finding or starting a Redis server -------------------------------------
+// --- a Redis server to talk to ---------------------------------------------
 
-/// Picks the server to talk to; starts a throwaway one when nothing answers
-/// at the default address.
+/// `REDIS_URL` if set, else the default address if something listens there,
+/// else a throwaway `redis-server` (stopped when the `Throwaway` drops).
 fn pick_server() -> BoxResult<(String, Option<Throwaway>)> {
     start();
     if let Ok(url) = std::env::var("REDIS_URL") {
         return Ok((url, None));
     }
-    let default = SocketAddr::from((Ipv4Addr::LOCALHOST, 6379));
-    if TcpStream::connect_timeout(&default, Duration::from_millis(300)).is_ok() {
+    if TcpStream::connect(("127.0.0.1", 6379)).is_ok() {
         return Ok((DEFAULT_URL.to_string(), None));
     }
     say(
@@ -256,12 +255,11 @@ fn pick_server() -> BoxResult<(String, Option<Throwaway>)> {
         "nothing answers at 127.0.0.1:6379; starting a throwaway redis-server",
     );
     let server = Throwaway::start()?;
-    let url = format!("redis://127.0.0.1:{}/", server.port);
-    Ok((url, Some(server)))
+    Ok((format!("redis://127.0.0.1:{}/", server.port), Some(server)))
 }
 
-/// A `redis-server` child process in a temp dir; killed and cleaned up on drop.
-#[derive(Debug)]
+/// A `redis-server` from PATH on a free port, persistence off, in a temp dir;
+/// killed and its dir removed on drop.
 struct Throwaway {
     child: Child,
     port: u16,
@@ -270,68 +268,40 @@ struct Throwaway {
 
 impl Throwaway {
     fn start() -> BoxResult<Throwaway> {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-            .local_addr()?
-            .port();
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let dir = std::env::temp_dir().join(format!("redhold-quickstart-{}", std::process::id()));
         fs::create_dir_all(&dir)?;
-        let log = dir.join("log");
         let spawned = Command::new("redis-server")
-            .arg("--port")
-            .arg(port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .arg("--logfile")
-            .arg(&log)
-            .stdin(Stdio::null())
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--logfile", "redis.log"])
+            .current_dir(&dir)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .spawn();
         let child = match spawned {
             Ok(child) => child,
             Err(e) => {
                 let _ = fs::remove_dir_all(&dir);
-                if e.kind() == ErrorKind::NotFound {
-                    return Err(NO_REDIS.into());
-                }
-                return Err(format!("cannot run redis-server: {e}").into());
+                return Err(match e.kind() {
+                    ErrorKind::NotFound => NO_REDIS.into(),
+                    _ => format!("cannot run redis-server: {e}").into(),
+                });
             }
         };
         // From here on, Drop kills the child and removes the dir.
         let mut server = Throwaway { child, port, dir };
-        server.wait_ready(&log)?;
-        say(
-            "main",
-            format_args!(
-                "redis-server (pid {}) is up on port {port}",
-                server.child.id()
-            ),
-        );
-        Ok(server)
-    }
-
-    /// Waits (at most 10 s) until our server logged that it is ready and
-    /// answers PING.
-    fn wait_ready(&mut self, log: &PathBuf) -> BoxResult<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                let log = fs::read_to_string(log).unwrap_or_default();
+        while !ping(port) {
+            if let Some(status) = server.child.try_wait()? {
+                let log = fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
                 return Err(format!("redis-server exited with {status}; its log:\n{log}").into());
             }
-            let ready = fs::read_to_string(log)
-                .map(|l| l.contains("Ready to accept connections"))
-                .unwrap_or(false);
-            if ready && ping(addr) {
-                return Ok(());
-            }
             if Instant::now() >= deadline {
-                return Err("redis-server did not become ready within 10 s".into());
+                return Err("redis-server did not answer PING within 10 s".into());
             }
             thread::sleep(Duration::from_millis(20));
         }
+        say("main", format_args!("redis-server is up on port {port}"));
+        Ok(server)
     }
 }
 
@@ -345,21 +315,20 @@ impl Drop for Throwaway {
     }
 }
 
+fn ping(port: u16) -> bool {
+    let mut reply = [0u8; 7];
+    TcpStream::connect(("127.0.0.1", port))
+        .and_then(|mut stream| {
+            stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+            stream.write_all(b"PING\r\n")?;
+            stream.read_exact(&mut reply)
+        })
+        .is_ok_and(|()| &reply == b"+PONG\r\n")
+}
+
 const NO_REDIS: &str = "nothing answers at redis://127.0.0.1:6379/ and there is no \
 redis-server on PATH to start.
 Either point REDIS_URL at a Redis server, or install Redis 6.2 or later:
     Debian/Ubuntu:  sudo apt-get install redis-server
     macOS:          brew install redis
 then run `cargo run --example quickstart` again.";
-
-fn ping(addr: SocketAddr) -> bool {
-    let timeout = Duration::from_millis(200);
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, timeout) else {
-        return false;
-    };
-    let mut reply = [0u8; 7];
-    stream.set_read_timeout(Some(timeout)).is_ok()
-        && stream.write_all(b"PING\r\n").is_ok()
-        && stream.read_exact(&mut reply).is_ok()
-        && &reply == b"+PONG\r\n"
-}

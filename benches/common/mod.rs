@@ -1,7 +1,7 @@
 //! Shared helpers for the benches: a throw-away `redis-server` (or `REDIS_URL`).
 //!
-//! Both `benches/limits.rs` and `benches/lock.rs` do `mod common;`, so some
-//! helpers are unused in one of them.
+//! `benches/lock.rs` does `mod common;` and `benches/limits/main.rs` includes
+//! this file with `#[path]`, so some helpers are unused in one of them.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};

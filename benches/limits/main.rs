@@ -1,0 +1,105 @@
+//! `cargo bench --bench limits`: redhold measured against the limits of a
+//! Redis round trip, both measured in the same run on the same server.
+//!
+//! 1. Raw limits with the `redis` crate alone (sync API), in `raw`: an
+//!    acquire-shaped EVALSHA, a release-shaped EVALSHA, PUBLISH -> delivery
+//!    to a subscriber blocked in `get_message` on another thread, a
+//!    hand-rolled "ideal" handoff, and 16 threads each on its own connection
+//!    doing acquire+release pairs.
+//! 2. The library: uncontended `lock()` + drop, reentrant `lock()`
+//!    (`uncontended`), warm and cold handoff (`handoff`), 16 threads x 16
+//!    names and 8 threads on one name (`contention`), 64 parked threads
+//!    (CPU, `parked`), watchdog with 10,000 held locks (round trips per
+//!    renewal pass) and the RSS those locks add (`watchdog`).
+//!
+//! The raw limits and the library figures compared with them are measured
+//! in alternating rounds (`rounds`).
+//!
+//! Prints one table (operation, library p50 / p99, raw p50, ratio, target,
+//! met?; `targets`) and, as the very last line on stdout, one JSON object
+//! with every figure (`report`). Progress goes to stderr. Also writes
+//! `target/redhold-limits/handoff-latency.csv` (samples for the chart, see
+//! `benches/plot_handoff.py`) and `target/redhold-limits/limits.json`
+//! (`artifacts`).
+//!
+//! Uses `REDIS_URL` if set, else starts a private `redis-server`.
+//! Environment knobs: `LIMITS_SAMPLES` (latency samples per figure, default
+//! 5000).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod artifacts;
+mod contention;
+mod handoff;
+mod json;
+mod noise;
+mod parked;
+mod proc;
+mod raw;
+mod report;
+mod rounds;
+mod server;
+mod stats;
+mod table;
+mod targets;
+mod uncontended;
+mod watchdog;
+
+use std::time::Instant;
+
+use common::{run_prefix, BenchServer};
+use json::Json;
+use noise::Noise;
+use redhold::Client;
+use report::Figures;
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not. Only
+    // run the (slow, timing-only) measurement under `cargo bench`.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("limits: timing-only bench; run it with `cargo bench --bench limits` (skipped)");
+        return;
+    }
+    let samples: usize = std::env::var("LIMITS_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5000);
+    let started = Instant::now();
+    let server = BenchServer::from_env_or_spawn();
+    let url = server.url.clone();
+    let noise = Noise::start(server::pid(&server));
+    let prefix = run_prefix("limits");
+    let mut j = Json::default();
+    report::run_info(&mut j, &url, samples);
+
+    // Memory and watchdog first, while the heap is still small.
+    let wd = watchdog::measure(&url, &prefix);
+    // Raw limits and the library's figures, in alternating rounds.
+    let client = Client::open(url.as_str()).expect("redhold: Client::open");
+    let lat = rounds::latency(&url, &client, &prefix, samples);
+    let tput = rounds::throughput(&url, &client, &prefix);
+    // The library alone.
+    let cold = handoff::cold(&client, &url, &prefix, samples);
+    let fair = contention::fairness(&client, &prefix);
+    let parked = parked::cpu(&client, &prefix);
+    let _ = client.shutdown();
+    let figures = Figures {
+        lat,
+        tput,
+        cold,
+        fair,
+        parked,
+        wd,
+    };
+
+    // The table, the JSON object and the files; the JSON line comes last.
+    report::figures(&mut j, &figures);
+    let table = targets::table(&figures);
+    let other_cpu = noise.finish();
+    report::run_end(&mut j, other_cpu, &table, started);
+    artifacts::write(&figures.lat, &figures.cold, &j);
+    report::print(&figures, &table, other_cpu, started);
+    drop(server);
+    println!("{}", j.finish());
+}
