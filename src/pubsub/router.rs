@@ -29,7 +29,9 @@ use redis::{ConnectionInfo, RedisResult};
 use super::channel::Channel;
 use super::links::{Router, Shared, MAX_BACKOFF, MIN_BACKOFF};
 use super::subscriber::{Event, Link, Subscriber};
-use crate::server::socket::{Reader, Writer};
+use crate::server::socket::Reader;
+#[cfg(feature = "cluster")]
+use crate::server::socket::Writer;
 #[cfg(feature = "cluster")]
 use crate::server::topology::SlotMap;
 use crate::stats::Counters;
