@@ -162,6 +162,15 @@ pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
     e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
 }
 
+/// Whether a connection failed because the server refused AUTH.
+fn refused_credentials(e: &redis::RedisError) -> bool {
+    let text = format!("{e} {e:?}").to_lowercase();
+    matches!(e.code(), Some("WRONGPASS" | "NOAUTH"))
+        || ["wrongpass", "noauth", "authentication", "invalid password"]
+            .iter()
+            .any(|word| text.contains(word))
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -188,6 +197,11 @@ impl fmt::Display for Error {
                      by your own CA, give that CA with ClientBuilder::tls_root_cert"
                 )
             }
+            Error::Connect { url, source } if refused_credentials(source) => write!(
+                f,
+                "Redis at {url} refused the user name or password; check the credentials \
+                 in the URL (and the ACL user, if one is named)"
+            ),
             Error::Connect { url, .. } => write!(
                 f,
                 "cannot connect to Redis at {url}; check that the server runs there and that \

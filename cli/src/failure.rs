@@ -67,10 +67,23 @@ impl From<redhold::Error> for Failure {
                  +@read +@scripting +@pubsub, and +@write for force-unlock, on the locks' \
                  keys and channels"
             ),
-            _ => e.to_string(),
+            _ => with_causes(&e),
         };
         Failure::new(code, message)
     }
+}
+
+/// The error and each of its causes, joined by `": "`: the library's
+/// `Display` leaves the cause (the Redis or I/O error) to `source()`.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// Whether a Redis error says the credentials or rights were refused.
@@ -97,6 +110,23 @@ mod tests {
     fn messages_are_one_line() {
         let failure = Failure::new(FAILED, "two\nlines\r");
         assert_eq!(failure.to_string(), "redhold: two lines ");
+    }
+
+    #[test]
+    fn causes_are_printed_once_after_the_error() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused here");
+        let e = redhold::Error::Connect {
+            url: "redis://h:1/".into(),
+            source: io.into(),
+        };
+        let failure = Failure::from(e);
+        assert_eq!(failure.code, UNREACHABLE);
+        assert_eq!(failure.message.matches("refused here").count(), 1);
+        assert!(
+            failure.message.contains("redis://h:1/"),
+            "{}",
+            failure.message
+        );
     }
 
     #[test]
