@@ -124,14 +124,20 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// The error and each of its causes ([`source`](std::error::Error::source)),
-    /// joined by `": "`, for logs and messages on one line; `Display` shows
-    /// only the error itself, as error chains expect.
+    /// joined by `": "` (a cause whose text is already there is left out),
+    /// for logs and messages on one line; `Display` shows only the error
+    /// itself, as error chains expect.
     pub(crate) fn chain(&self) -> String {
         let mut text = self.to_string();
         let mut cause = std::error::Error::source(self);
         while let Some(e) = cause {
-            text.push_str(": ");
-            text.push_str(&e.to_string());
+            // Some causes (the redis crate's I/O errors) print their own
+            // cause too: say each text once.
+            let said = e.to_string();
+            if !text.contains(&said) {
+                text.push_str(": ");
+                text.push_str(&said);
+            }
             cause = e.source();
         }
         text

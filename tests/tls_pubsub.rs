@@ -229,21 +229,10 @@ fn an_untrusted_certificate_on_the_pubsub_connection_fails_the_build() {
     // the error's: a reader of the whole chain gets both.
     let advice = error.to_string();
     assert!(advice.contains("tls_root_cert"), "no advice in: {advice}");
-    let message = with_causes(&error);
+    let message = support::error_chain(&error);
     for part in ["TLS handshake", "certificate", "tls_root_cert"] {
         assert!(message.contains(part), "no {part:?} in: {message}");
     }
-}
-
-/// The error and each of its causes, as an error reporter prints them.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
 }
 
 /// A TCP forwarder on a fresh port: its first connection goes to port

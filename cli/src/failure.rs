@@ -79,8 +79,13 @@ fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
+        // Some causes (the redis crate's I/O errors) print their own cause
+        // too: say each text once.
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
         cause = c.source();
     }
     text
