@@ -50,8 +50,6 @@ struct Inner {
     engine: Engine,
     watchdog: Watchdog,
     lost_callbacks: LostCallbacks,
-    /// What [`Client::stats`] reports, counted as it happens.
-    counters: Arc<Counters>,
 }
 
 impl Client {
@@ -75,7 +73,7 @@ impl Client {
             server,
             pubsub,
             renewals,
-            Arc::clone(&counters),
+            counters,
             id.hyphenated().to_string(),
         );
         Ok(Client {
@@ -84,7 +82,6 @@ impl Client {
                 engine,
                 watchdog,
                 lost_callbacks,
-                counters,
             }),
         })
     }
@@ -107,7 +104,7 @@ impl Client {
     /// ```
     pub fn stats(&self) -> Stats {
         let engine = &self.inner.engine;
-        self.inner.counters.snapshot(
+        engine.counters().snapshot(
             engine.renewals().held(),
             engine.pubsub().subscribed_channels(),
         )

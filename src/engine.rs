@@ -96,6 +96,11 @@ impl Engine {
         &self.renewals
     }
 
+    /// What the client counts as it happens, for its stats.
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
     /// The pub/sub service waiters park on.
     pub(crate) fn pubsub(&self) -> &PubSub {
         &self.pubsub
@@ -292,7 +297,7 @@ impl<K: KindOps> Call<'_, K> {
                     "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
                      the hold expires after its lease",
                     names::shorten(self.lock.name),
-                    e.chain()
+                    e.report()
                 ),
             }
         }
@@ -337,7 +342,7 @@ impl<K: KindOps> Call<'_, K> {
                     "redhold: giving back a hold of {:?} counted twice failed: {}; \
                      the lock stays held until its TTL runs out",
                     names::shorten(self.lock.name),
-                    e.chain()
+                    e.report()
                 );
                 return;
             }
@@ -352,7 +357,7 @@ impl<K: KindOps> Call<'_, K> {
             log::debug!(
                 "redhold: leaving the queue of {:?} failed: {}",
                 names::shorten(self.lock.name),
-                e.chain()
+                e.report()
             );
         }
     }

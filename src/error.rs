@@ -125,9 +125,16 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// The error and each of its causes ([`source`](std::error::Error::source)),
     /// joined by `": "` (a cause whose text is already there is left out),
-    /// for logs and messages on one line; `Display` shows only the error
-    /// itself, as error chains expect.
-    pub(crate) fn chain(&self) -> String {
+    /// for logs and messages on one line. `Display` shows only the error
+    /// itself, as error chains expect; this shows what the server or the
+    /// system said too.
+    ///
+    /// ```no_run
+    /// if let Err(e) = redhold::Client::open("redis://127.0.0.1:6379/") {
+    ///     eprintln!("{}", e.report()); // "cannot connect to Redis at …: Connection refused …"
+    /// }
+    /// ```
+    pub fn report(&self) -> String {
         let mut text = self.to_string();
         let mut cause = std::error::Error::source(self);
         while let Some(e) = cause {
@@ -324,14 +331,14 @@ mod tests {
             !own.contains("refused here"),
             "printed twice in a chain: {own}"
         );
-        assert!(e.chain().starts_with(&own), "{}", e.chain());
-        assert!(e.chain().ends_with(&cause), "{}", e.chain());
+        assert!(e.report().starts_with(&own), "{}", e.report());
+        assert!(e.report().ends_with(&cause), "{}", e.report());
         let spawn = Error::Spawn {
             thread: "redhold-watchdog",
             source: std::io::Error::other("no threads left"),
         };
         assert!(!spawn.is_connection_error());
-        assert!(spawn.chain().contains("no threads left"));
+        assert!(spawn.report().contains("no threads left"));
     }
 
     #[test]

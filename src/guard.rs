@@ -121,7 +121,7 @@ impl<K: LockKind> Drop for LockGuard<K> {
             log::warn!(
                 "redhold: releasing lock {:?} on guard drop failed: {}",
                 names::shorten(self.lock.name()),
-                e.chain()
+                e.report()
             );
         }
     }

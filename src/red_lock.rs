@@ -234,7 +234,7 @@ impl RedLock {
                     log::debug!(
                         "redhold RedLock: server of {:?} failed: {}",
                         lock.client(),
-                        e.chain()
+                        e.report()
                     );
                     refused += 1;
                     // The request may have taken the lock before its reply

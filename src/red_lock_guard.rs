@@ -40,7 +40,7 @@ pub(crate) fn release_unsure(unsure: Vec<Lock>) {
                 "redhold RedLock: releasing {:?} on a server that did not answer the \
                  acquire failed ({}); it expires on its own",
                 lock,
-                e.chain()
+                e.report()
             ),
         }
     }
@@ -122,7 +122,7 @@ impl Drop for RedLockGuard {
         if let Err(e) = self.release() {
             log::warn!(
                 "redhold: releasing a RedLock on guard drop failed: {}",
-                e.chain()
+                e.report()
             );
         }
     }

@@ -130,7 +130,7 @@ impl Renewer {
                         None
                     }
                     Err(e) => {
-                        log::warn!("redhold watchdog: cannot renew locks: {}", e.chain());
+                        log::warn!("redhold watchdog: cannot renew locks: {}", e.report());
                         unreachable = e.is_connection_error();
                         None
                     }

@@ -229,7 +229,7 @@ fn an_untrusted_certificate_on_the_pubsub_connection_fails_the_build() {
     // the error's: a reader of the whole chain gets both.
     let advice = error.to_string();
     assert!(advice.contains("tls_root_cert"), "no advice in: {advice}");
-    let message = support::error_chain(&error);
+    let message = error.report();
     for part in ["TLS handshake", "certificate", "tls_root_cert"] {
         assert!(message.contains(part), "no {part:?} in: {message}");
     }

@@ -231,7 +231,7 @@ fn a_user_without_eval_gets_a_clear_error_and_nothing_is_locked() {
             // by its cause, the server's reply.
             let advice = e.to_string().to_lowercase();
             assert!(advice.contains("permission"), "no advice in: {advice}");
-            let text = support::error_chain(&e).to_lowercase();
+            let text = e.report().to_lowercase();
             assert!(
                 text.contains("noperm") || text.contains("permission"),
                 "the error does not say what is missing: {text}"

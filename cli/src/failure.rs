@@ -67,28 +67,11 @@ impl From<redhold::Error> for Failure {
                  +@read +@scripting +@pubsub, and +@write for force-unlock, on the locks' \
                  keys and channels"
             ),
-            _ => with_causes(&e),
+            // `Display` leaves the cause to `source()`; say both.
+            _ => e.report(),
         };
         Failure::new(code, message)
     }
-}
-
-/// The error and each of its causes, joined by `": "`: the library's
-/// `Display` leaves the cause (the Redis or I/O error) to `source()`.
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        // Some causes (the redis crate's I/O errors) print their own cause
-        // too: say each text once.
-        let said = c.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = c.source();
-    }
-    text
 }
 
 /// Whether a Redis error says the credentials or rights were refused.

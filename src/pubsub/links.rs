@@ -46,8 +46,6 @@ pub(super) struct Shared {
     /// How to reach the deployment, open pub/sub sockets and ask a cluster
     /// for its slots.
     pub(super) server: Arc<Server>,
-    pub(super) response_timeout: Duration,
-    pub(super) linger: Duration,
     /// Where reconnects are counted, for [`Stats`](crate::Stats).
     pub(super) counters: Arc<Counters>,
 }

@@ -48,16 +48,12 @@ impl PubSub {
     /// starts the subscriber thread.
     pub(crate) fn start(server: Arc<Server>, counters: Arc<Counters>) -> Result<PubSub> {
         let router = Router::new(&server)?;
-        let config = server.config();
-        let (response_timeout, linger) = (config.response_timeout, config.subscription_linger);
-        let target = config.target();
+        let target = server.config().target();
         let shared = Arc::new(Shared {
             registry: Registry::default(),
             router,
             threads: Default::default(),
             server,
-            response_timeout,
-            linger,
             counters,
         });
         router::start(&shared).map_err(|source| crate::error::Error::Connect {
@@ -85,7 +81,7 @@ impl PubSub {
         let stopping = self.shared.threads.is_stopping();
         if !stopping
             && !channel.is_subscribed()
-            && !channel.wait_subscribed(self.shared.response_timeout.min(max_wait))
+            && !channel.wait_subscribed(self.shared.server.config().response_timeout.min(max_wait))
         {
             log::debug!(
                 "subscription to {} not confirmed in time; waiting by TTL",

@@ -72,7 +72,7 @@ fn spawn(shared: &Arc<Shared>, link: &Arc<Link>, reader: Reader) -> io::Result<(
         Router::Sharded { .. } => format!("redhold-subscriber-{}", link.id),
     };
     let link = Arc::clone(link);
-    let subscriber = Subscriber::new(reader, shared.response_timeout);
+    let subscriber = Subscriber::new(reader, shared.server.config().response_timeout);
     spawn_thread(shared, name, move |shared| serve(shared, &link, subscriber))
 }
 
@@ -174,7 +174,10 @@ fn link_for(shared: &Arc<Shared>, channel: &Channel) -> RedisResult<Arc<Link>> {
 /// Sends UNSUBSCRIBE for channels nobody has waited on for the linger.
 fn unsubscribe_idle(shared: &Shared, link: &Link) {
     let (_, unsubscribe) = shared.server.subscribe_commands();
-    for channel in shared.registry.take_idle(shared.linger, &link.id) {
+    for channel in shared
+        .registry
+        .take_idle(shared.server.config().subscription_linger, &link.id)
+    {
         if let Err(e) = link.writer.send(&[unsubscribe, channel.name.as_bytes()]) {
             log::debug!("redhold: UNSUBSCRIBE {} not sent: {e}", channel.name);
         }

@@ -49,7 +49,6 @@ pub(crate) enum PubSubMode {
 #[derive(Debug)]
 pub(crate) struct Server {
     pool: Pool,
-    config: Config,
     pubsub_mode: PubSubMode,
     /// The trusted roots for `rediss://` pub/sub sockets, prepared once; the
     /// command connections get the same roots through the redis crate.
@@ -71,7 +70,6 @@ impl Server {
         log::debug!("redhold: pub/sub is {pubsub_mode:?}");
         Ok(Server {
             pool,
-            config: config.clone(),
             pubsub_mode,
             tls: TlsConnector::new(config.tls_root_cert.clone()),
             closed: AtomicBool::new(false),
@@ -81,7 +79,7 @@ impl Server {
 
     /// The settings the client was built with.
     pub(crate) fn config(&self) -> &Config {
-        &self.config
+        self.pool.config()
     }
 
     /// The command connections themselves, for the callers that must not be
@@ -203,7 +201,7 @@ impl Server {
     /// The unlock latch key of release `request_id` on lock `name`, and how
     /// long it must live in ms (see `lua/release.lua`).
     pub(crate) fn unlock_latch(&self, name: &str, request_id: &str) -> (String, u64) {
-        let ttl = unlock_latch_ttl(&self.config).as_millis() as u64;
+        let ttl = unlock_latch_ttl(self.config()).as_millis() as u64;
         (crate::names::unlock_latch(name, request_id), ttl)
     }
 
@@ -226,8 +224,8 @@ impl Server {
         socket::connect(
             target,
             &self.tls,
-            self.config.connect_timeout,
-            self.config.response_timeout,
+            self.config().connect_timeout,
+            self.config().response_timeout,
             tick,
         )
     }
@@ -252,7 +250,7 @@ impl Server {
         for node in self.slot_map()?.masters() {
             let address = node.address();
             let info = topology::node_at(&seed, &node);
-            let conn = backend::direct_connection(info, &self.config).map_err(|source| {
+            let conn = backend::direct_connection(info, self.config()).map_err(|source| {
                 Error::Connect {
                     url: format!("cluster node {address}"),
                     source,

@@ -55,6 +55,11 @@ impl Pool {
         Ok(pool)
     }
 
+    /// The settings the pool was opened with.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// How to reach the deployment, for the pub/sub connections.
     pub(crate) fn backend(&self) -> &Backend {
         &self.backend

@@ -496,19 +496,3 @@ fn parse_version(text: &str) -> Option<(u32, u32)> {
     let minor = parts.next()?.parse().ok()?;
     Some((major, minor))
 }
-
-/// An error and each of its causes, joined by `": "` as error reporters
-/// print them (a cause whose text is already there is left out). redhold's
-/// `Display` leaves the cause to `source()`.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        let said = c.to_string();
-        if !text.contains(&said) {
-            text = format!("{text}: {said}");
-        }
-        cause = c.source();
-    }
-    text
-}
