@@ -1,11 +1,15 @@
--- Release one hold of a plain reentrant lock, exactly once per request id.
+-- Release one hold of a plain reentrant lock, exactly once per request id,
+-- and, when that frees the lock and a successor is named, hand it straight
+-- to that successor (a parked thread of the releasing client).
 -- KEYS[1] the lock hash, KEYS[2] its wake-up channel,
 -- KEYS[3] the latch key that remembers this request's reply
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] latch TTL in ms,
--- ARGV[4] the publish command ("publish", or "spublish" on a cluster)
+-- ARGV[4] the publish command ("publish", or "spublish" on a cluster),
+-- ARGV[5] (optional) the successor's field, ARGV[6] its lease in ms
 -- Reply: nil when the field does not hold the lock, 0 when holds remain,
--- 1 when the lock was freed and the release announced.
+-- 1 when the lock was freed and the release announced, 2 when it was
+-- handed to the successor (nothing announced: the lock is still held).
 local replayed = redis.call('get', KEYS[3])
 if replayed then
     -- A retry of a release that already ran: answer as the first time.
@@ -19,6 +23,13 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     -- Holds remain: the TTL stays what they were taken (or renewed) with.
     -- Setting it to this hold's lease could cut another hold short.
     reply = 0
+elseif ARGV[5] and redis.call('hlen', KEYS[1]) == 1 then
+    -- Only our spent field is left: the successor takes the lock as its
+    -- own acquire would have, one hold and its lease.
+    redis.call('hdel', KEYS[1], ARGV[2])
+    redis.call('hset', KEYS[1], ARGV[5], 1)
+    redis.call('pexpire', KEYS[1], ARGV[6])
+    reply = 2
 else
     redis.call('del', KEYS[1])
     redis.call(ARGV[4], KEYS[2], ARGV[1])

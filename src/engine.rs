@@ -6,6 +6,7 @@
 //! The engine knows locks only as a name and a kind ([`LockRef`]); the
 //! handles and guards of the public API stand on it.
 
+mod release;
 mod wait;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +21,7 @@ use crate::kind::sealed::KindOps;
 use crate::kind::{Attempt, Target};
 use crate::names;
 use crate::pubsub::PubSub;
-use crate::renewals::{RenewalMap, Which};
+use crate::renewals::RenewalMap;
 use crate::server::Server;
 use crate::stats::Counters;
 use crate::thread_id;
@@ -179,79 +180,6 @@ impl Engine {
         }
         outcome
     }
-
-    /// Releases one hold. Retries are safe: the script remembers each
-    /// request's reply for a while (the unlock latch).
-    pub(crate) fn release<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Result<()> {
-        self.server.check_open()?;
-        // Forget the hold first: if the release then fails, the lock expires
-        // on its own instead of being renewed forever. A hold of a
-        // generation that is over is not released at all: the thread's
-        // current holds (same hash field) would be the ones released.
-        let which = match hold.renewal {
-            Renewal::Unguarded => Which::Unguarded,
-            _ => Which::Guard {
-                watched: hold.is_watched(),
-            },
-        };
-        if !self.renewals.release_one(&hold.record, which) {
-            return Err(lost(lock.name));
-        }
-        match self.release_script(lock, &hold.record.field)? {
-            Some(freed) => {
-                if freed == 1 {
-                    if let Some(channel) = lock.kind.shared_channel() {
-                        self.pubsub.released(channel, HANDOFF_GRACE);
-                    }
-                }
-                Ok(())
-            }
-            None => {
-                // Redis has no hold of ours: the generation's other guards
-                // are stale too.
-                self.renewals.mark_lost(&hold.record);
-                Err(lost(lock.name))
-            }
-        }
-    }
-
-    /// Releases one hold of the calling thread that no guard stands for
-    /// (given up with `leak`); [`Error::NotHeld`] when there is none.
-    pub(crate) fn unlock<K: KindOps>(&self, lock: LockRef<'_, K>) -> Result<()> {
-        names::validate(lock.name)?;
-        self.server.check_open()?;
-        let field = self.field(lock.kind);
-        match self.renewals.find(lock.name, &field) {
-            Some(record) => self.release(
-                lock,
-                &Hold {
-                    record,
-                    renewal: Renewal::Unguarded,
-                },
-            ),
-            // No hold known here; Redis may still count one that no guard
-            // stands for (see `release_orphans`): give that back.
-            None => match self.release_script(lock, &field)? {
-                Some(_) => Ok(()),
-                None => Err(Error::NotHeld {
-                    lock: names::shorten(lock.name),
-                }),
-            },
-        }
-    }
-
-    /// Keeps `hold` without a guard, until [`unlock`](Self::unlock).
-    pub(crate) fn leak(&self, hold: &Hold) {
-        self.renewals.leak(&hold.record, hold.is_watched());
-    }
-
-    /// Runs the kind's release script once for `field`.
-    fn release_script<K: KindOps>(&self, lock: LockRef<'_, K>, field: &str) -> Result<Option<i64>> {
-        let request_id = self.next_request_id();
-        lock.kind
-            .release(target(&self.server, lock), field, &request_id)
-            .map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
-    }
 }
 
 /// Where `lock`'s kind runs its scripts.
@@ -259,12 +187,6 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
     Target {
         server,
         name: lock.name,
-    }
-}
-
-fn lost(name: &str) -> Error {
-    Error::LockLost {
-        lock: names::shorten(name),
     }
 }
 

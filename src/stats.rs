@@ -31,6 +31,9 @@ pub struct Stats {
     /// a release's message (from this client or another) and took the lock
     /// at its next attempt.
     pub local_handoffs: u64,
+    /// Locks a release of this client handed straight to a parked thread of
+    /// this client, in the same script and without announcing them.
+    pub direct_handoffs: u64,
 }
 
 /// The running totals behind [`Stats`], shared by the parts that count.
@@ -41,6 +44,7 @@ pub(crate) struct Counters {
     pub(crate) locks_lost: AtomicU64,
     pub(crate) pubsub_reconnects: AtomicU64,
     pub(crate) local_handoffs: AtomicU64,
+    pub(crate) direct_handoffs: AtomicU64,
 }
 
 impl Counters {
@@ -65,6 +69,7 @@ impl Counters {
             locks_lost: self.locks_lost.load(Ordering::Relaxed),
             pubsub_reconnects: self.pubsub_reconnects.load(Ordering::Relaxed),
             local_handoffs: self.local_handoffs.load(Ordering::Relaxed),
+            direct_handoffs: self.direct_handoffs.load(Ordering::Relaxed),
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
 use crate::kind::Attempt;
-use crate::pubsub::Wake;
+use crate::pubsub::{Offer, Wake};
 use crate::stats::Counters;
 
 impl<K: KindOps> Call<'_, K> {
@@ -58,6 +58,11 @@ impl<K: KindOps> Call<'_, K> {
             .kind
             .wait_channel(&self.field)
             .map(|channel| engine.pubsub.subscribe(&channel, confirm_for));
+        // What a local release needs to hand this thread the lock directly.
+        let offer = self.lock.kind.handover_grant().map(|_| Offer {
+            field: self.field.clone(),
+            lease_ms: self.lease_ms,
+        });
         let mut failures = 0u32;
         // Whether the last park ended with a wake-up handed to this waiter:
         // leaving without trying the lock must pass it on to the next one.
@@ -71,10 +76,16 @@ impl<K: KindOps> Call<'_, K> {
             let grace = left(Instant::now()).map_or(HANDOFF_GRACE, |l| l.min(HANDOFF_GRACE));
             let woke = {
                 let _parked = engine.counters.parked();
-                subscription.park(grace, interrupt)
+                subscription.park(grace, interrupt, offer.clone())
             };
             match woke {
                 Wake::Interrupted => return Err(self.interrupted()),
+                Wake::HandedOver(at) => {
+                    if let Some(taken) = self.handed_over(at) {
+                        return Ok(Some(taken));
+                    }
+                    handed_wake_up = true;
+                }
                 woke => handed_wake_up = woke == Wake::Notified,
             }
         }
@@ -124,15 +135,30 @@ impl<K: KindOps> Call<'_, K> {
             let woke = {
                 let _parked = engine.counters.parked();
                 match &subscription {
-                    Some(subscription) => subscription.park(park, interrupt),
+                    Some(subscription) => subscription.park(park, interrupt, offer.clone()),
                     None if interrupt::sleep(park, interrupt) => Wake::Interrupted,
                     None => Wake::TimedOut,
                 }
             };
-            if woke == Wake::Interrupted {
-                return Err(self.interrupted());
+            match woke {
+                Wake::Interrupted => return Err(self.interrupted()),
+                Wake::HandedOver(at) => {
+                    if let Some(taken) = self.handed_over(at) {
+                        return Ok(Some(taken));
+                    }
+                    handed_wake_up = true;
+                }
+                woke => handed_wake_up = woke == Wake::Notified,
             }
-            handed_wake_up = woke == Wake::Notified;
         }
+    }
+
+    /// A local release handed this thread the lock (one hold, its lease,
+    /// set no earlier than `at`): records the hold. `None` only for a kind
+    /// that is never handed over, which no release does; the caller's next
+    /// attempt would then re-enter and give back the extra hold.
+    fn handed_over(&self, at: Instant) -> Option<(Hold, K::Grant)> {
+        let grant = self.lock.kind.handover_grant()?;
+        Some(self.hold(at, grant, 1))
     }
 }

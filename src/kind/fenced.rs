@@ -77,7 +77,7 @@ impl KindOps for Fenced {
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        hash::release(at, &self.channel, field, request_id)
+        hash::release(at, &self.channel, field, request_id, None)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

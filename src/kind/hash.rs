@@ -3,7 +3,7 @@
 //! locks: the release and force-release every one of them runs, and the
 //! plain acquire of the two without tokens.
 
-use super::Target;
+use super::{Successor, Target};
 use crate::error::Result;
 use crate::scripts;
 
@@ -22,26 +22,31 @@ pub(super) fn acquire(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Vec<
     )
 }
 
-/// `lua/release.lua` with the unlock latch.
+/// `lua/release.lua` with the unlock latch, handing a freed lock to
+/// `successor` when there is one.
 pub(super) fn release(
     at: Target<'_>,
     channel: &str,
     field: &str,
     request_id: &str,
+    successor: Option<Successor<'_>>,
 ) -> Result<Option<i64>> {
     let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
     at.server.run_write(
         at.name,
         |conn| {
-            scripts::RELEASE
-                .key(at.name)
+            let mut call = scripts::RELEASE.prepare_invoke();
+            call.key(at.name)
                 .key(channel)
                 .key(&latch)
                 .arg(scripts::WAKE_ONE)
                 .arg(field)
                 .arg(latch_ttl_ms)
-                .arg(at.server.publish_command())
-                .invoke(conn)
+                .arg(at.server.publish_command());
+            if let Some(successor) = successor {
+                call.arg(successor.field).arg(successor.lease_ms);
+            }
+            call.invoke(conn)
         },
         |reply: &Option<i64>| reply.is_some(),
     )

@@ -45,7 +45,7 @@ pub trait LockKind: sealed::KindOps {}
 
 impl<K: sealed::KindOps> LockKind for K {}
 
-pub(crate) use sealed::{wrong_kind, Attempt, Target};
+pub(crate) use sealed::{wrong_kind, Attempt, Successor, Target, HANDED_OVER};
 
 pub(crate) mod sealed {
     //! The operations behind [`LockKind`](super::LockKind), out of users' reach.
@@ -69,6 +69,19 @@ pub(crate) mod sealed {
         /// Someone else holds it; the reply is the lock's PTTL in ms, or for a
         /// fair lock the time until this waiter's turn is due.
         Busy(i64),
+    }
+
+    /// A release's reply when it handed the lock to its [`Successor`].
+    pub const HANDED_OVER: i64 = 2;
+
+    /// A parked thread of the releasing client that a release may hand the
+    /// lock to directly, when it frees it (see [`KindOps::release_to`]).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Successor<'a> {
+        /// The successor's holder field.
+        pub field: &'a str,
+        /// The lease its own acquire would have set, in ms.
+        pub lease_ms: u64,
     }
 
     /// Where a kind's operations run: the server and the lock's name.
@@ -194,6 +207,27 @@ pub(crate) mod sealed {
         /// holds that remain keep the TTL they need: a release never
         /// shortens it.
         fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>>;
+
+        /// What the guard of a lock handed over by a release gets, or `None`
+        /// when the kind is never handed over that way: its acquire does
+        /// more than write the holder's field (a token, a queue).
+        fn handover_grant(&self) -> Option<Self::Grant> {
+            None
+        }
+
+        /// [`release`](Self::release), except that a release that frees the
+        /// lock gives it to `successor` instead (one hold, its lease; nothing
+        /// published) and replies [`HANDED_OVER`]. Called only for kinds
+        /// with a [`handover_grant`](Self::handover_grant).
+        fn release_to(
+            &self,
+            at: Target<'_>,
+            field: &str,
+            request_id: &str,
+            _successor: Successor<'_>,
+        ) -> Result<Option<i64>> {
+            self.release(at, field, request_id)
+        }
 
         /// Deletes the lock whoever holds it and wakes waiters.
         fn force_release(&self, at: Target<'_>) -> Result<bool>;

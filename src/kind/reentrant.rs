@@ -2,7 +2,7 @@
 
 use super::hash;
 use super::sealed::KindOps;
-use super::{Attempt, Target};
+use super::{Attempt, Successor, Target};
 use crate::config::Config;
 use crate::error::Result;
 use crate::names;
@@ -40,7 +40,21 @@ impl KindOps for Reentrant {
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        hash::release(at, &self.channel, field, request_id)
+        hash::release(at, &self.channel, field, request_id, None)
+    }
+
+    fn handover_grant(&self) -> Option<()> {
+        Some(())
+    }
+
+    fn release_to(
+        &self,
+        at: Target<'_>,
+        field: &str,
+        request_id: &str,
+        successor: Successor<'_>,
+    ) -> Result<Option<i64>> {
+        hash::release(at, &self.channel, field, request_id, Some(successor))
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

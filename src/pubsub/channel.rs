@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::handover::{Offer, Reserved};
 use super::waiters::{Waiters, Wake};
 use crate::interrupt::Interrupt;
 
@@ -199,10 +200,24 @@ impl Channel {
         self.state.lock().waiters.parked_now()
     }
 
-    /// A local thread released the lock: if waiters are parked here, the
-    /// oldest is about to be woken, so newcomers stand back for `grace`.
+    /// A local thread released the lock and announced it: if waiters are
+    /// parked here, the oldest is about to be woken, so newcomers stand back
+    /// for `grace`.
     pub(crate) fn expect_handoff(&self, grace: Duration) {
         self.state.lock().waiters.expect_handoff(grace);
+    }
+
+    /// Reserves the oldest parked waiter that may be handed the lock
+    /// directly (see `handover.rs`), if there is one and the run of
+    /// hand-overs allows another.
+    pub(crate) fn reserve(self: &Arc<Self>) -> Option<Reserved> {
+        let (waiter, offer) = self.state.lock().waiters.reserve()?;
+        Some(Reserved::new(Arc::clone(self), waiter, offer))
+    }
+
+    /// A local release handed the lock to a parked waiter.
+    pub(super) fn handed_over(&self, grace: Duration) {
+        self.state.lock().waiters.handed_over(grace);
     }
 
     /// Whether a newcomer should stand back (see [`expect_handoff`](Self::expect_handoff)).
@@ -337,9 +352,15 @@ impl Channel {
         self.state.lock().waiters.wake_all();
     }
 
-    /// Parks the calling thread until a wake-up reaches it, `timeout` passes
-    /// or `interrupt` is triggered.
-    pub(crate) fn park(&self, timeout: Duration, interrupt: Option<&Interrupt>) -> Wake {
+    /// Parks the calling thread until a wake-up reaches it, a release hands
+    /// it the lock (only with an `offer`), `timeout` passes or `interrupt`
+    /// is triggered.
+    pub(crate) fn park(
+        &self,
+        timeout: Duration,
+        interrupt: Option<&Interrupt>,
+        offer: Option<Offer>,
+    ) -> Wake {
         // A timeout too long to represent is no timeout at all.
         let deadline = Instant::now().checked_add(timeout);
         let waiter = {
@@ -347,14 +368,17 @@ impl Channel {
             if st.waiters.take_permit() {
                 return Wake::Notified;
             }
-            st.waiters.enqueue()
+            st.waiters.enqueue(offer)
         };
         let outcome = waiter.sleep(deadline, interrupt);
-        if outcome == Wake::Notified || self.state.lock().waiters.dequeue(&waiter) {
+        if matches!(outcome, Wake::Notified | Wake::HandedOver(_))
+            || self.state.lock().waiters.dequeue(&waiter)
+        {
             return outcome;
         }
-        // Handed a wake-up just as we gave up: take it, so that the caller
-        // tries the lock once more and no wake-up is lost.
-        Wake::Notified
+        // Handed a wake-up, or reserved for a hand-over, just as we gave up:
+        // take what comes, so that no wake-up is lost and a lock handed to
+        // us is known to be ours.
+        waiter.sleep(None, None)
     }
 }

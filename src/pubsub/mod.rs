@@ -15,6 +15,7 @@
 //! owns a waited channel.
 
 mod channel;
+mod handover;
 mod links;
 mod registry;
 #[cfg(feature = "cluster")]
@@ -33,6 +34,7 @@ use crate::server::Server;
 use crate::stats::Counters;
 
 use channel::Channel;
+pub(crate) use handover::{Offer, Reserved};
 use links::{Router, Shared};
 use registry::{Joined, Registry};
 pub(crate) use waiters::Wake;
@@ -99,6 +101,12 @@ impl PubSub {
         }
     }
 
+    /// Reserves a thread parked on `channel` that a release about to free
+    /// the lock may hand it to directly (see `handover.rs`).
+    pub(crate) fn reserve_successor(&self, channel: &str) -> Option<Reserved> {
+        self.shared.registry.get(channel.as_bytes())?.reserve()
+    }
+
     /// How many channels the server has confirmed a subscription to.
     pub(crate) fn subscribed_channels(&self) -> usize {
         self.shared
@@ -154,10 +162,16 @@ pub(crate) struct Subscription<'a> {
 }
 
 impl Subscription<'_> {
-    /// Parks until a release is announced, `timeout` passes, or `interrupt`
-    /// is triggered.
-    pub(crate) fn park(&self, timeout: Duration, interrupt: Option<&Interrupt>) -> Wake {
-        self.channel.park(timeout, interrupt)
+    /// Parks until a release is announced, a local release hands the lock
+    /// over (only with an `offer`), `timeout` passes, or `interrupt` is
+    /// triggered.
+    pub(crate) fn park(
+        &self,
+        timeout: Duration,
+        interrupt: Option<&Interrupt>,
+        offer: Option<Offer>,
+    ) -> Wake {
+        self.channel.park(timeout, interrupt, offer)
     }
 
     /// Hands a wake-up this waiter received but will not use to the next one.

@@ -190,8 +190,11 @@ mod tests {
         let reg = Registry::default();
         let (ch, _) = joined(reg.join("ch"));
         ch.wake_one();
-        assert_eq!(ch.park(Duration::from_secs(5), None), Wake::Notified);
-        assert_eq!(ch.park(Duration::from_millis(10), None), Wake::TimedOut);
+        assert_eq!(ch.park(Duration::from_secs(5), None, None), Wake::Notified);
+        assert_eq!(
+            ch.park(Duration::from_millis(10), None, None),
+            Wake::TimedOut
+        );
     }
 
     #[test]
@@ -201,7 +204,7 @@ mod tests {
         let (_, _) = joined(reg.join("ch"));
         let parked = {
             let ch = Arc::clone(&ch);
-            thread::spawn(move || ch.park(Duration::from_secs(10), None))
+            thread::spawn(move || ch.park(Duration::from_secs(10), None, None))
         };
         while ch.parked_now() == 0 {
             thread::yield_now();
@@ -223,7 +226,7 @@ mod tests {
             })
         };
         assert_eq!(
-            ch.park(Duration::from_secs(10), Some(&stop)),
+            ch.park(Duration::from_secs(10), Some(&stop), None),
             Wake::Interrupted
         );
         trigger.join().unwrap();
@@ -335,7 +338,7 @@ mod tests {
         // The confirmation, when it comes, wakes the waiter.
         ch.assign(&link);
         ch.confirm();
-        assert_eq!(ch.park(Duration::from_secs(5), None), Wake::Notified);
+        assert_eq!(ch.park(Duration::from_secs(5), None, None), Wake::Notified);
     }
 
     /// Issue 5: a channel whose SUBSCRIBE never went out (its connection
@@ -361,7 +364,7 @@ mod tests {
         ch.confirm();
         assert!(ch.wait_subscribed(Duration::MAX));
         ch.wake_one();
-        assert_eq!(ch.park(Duration::MAX, None), Wake::Notified);
+        assert_eq!(ch.park(Duration::MAX, None, None), Wake::Notified);
     }
 
     /// Issue 10: shutting down ends a wait for a confirmation at once, not

@@ -1,17 +1,30 @@
 //! The local threads waiting on one channel: how many there are, which of
 //! them are parked (oldest first), the wake-ups kept for those about to
-//! park, and the grace a local release gives the waiter it wakes.
+//! park, the grace a local release gives the waiter it wakes, and the run
+//! of direct hand-overs (see `handover.rs`).
 //!
 //! A [`Waiters`] lives under its channel's mutex; a parked thread sleeps on
 //! its own [`Waiter`] handle, without that mutex.
+//!
+//! A parked waiter's life: `WAITING`, then `NOTIFIED` (try the lock), or
+//! `RESERVED` by a release that will hand it the lock and then `HANDED`
+//! (it holds the lock) or `NOTIFIED` (the hand-over did not happen). A
+//! reserved waiter waits for the outcome whatever its deadline or
+//! interrupt say: the lock may be its own already.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
+use super::handover::{Offer, Run};
 use crate::interrupt::Interrupt;
+
+const WAITING: u8 = 0;
+const NOTIFIED: u8 = 1;
+const RESERVED: u8 = 2;
+const HANDED: u8 = 3;
 
 /// Why a parked waiter stopped waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,24 +36,46 @@ pub(crate) enum Wake {
     TimedOut,
     /// The caller's [`Interrupt`] was triggered.
     Interrupted,
+    /// A local release handed the lock to this waiter: it holds it now,
+    /// with the lease its offer named, set no earlier than the instant given.
+    HandedOver(Instant),
 }
 
 /// One parked thread.
 #[derive(Debug)]
 pub(super) struct Waiter {
     thread: Thread,
-    /// Set (under the channel mutex) when a wake-up was handed to this waiter.
-    notified: AtomicBool,
+    /// `WAITING`, `NOTIFIED`, `RESERVED` or `HANDED` (see the module doc).
+    state: AtomicU8,
+    /// What a release needs to hand this waiter the lock, if it may.
+    offer: Option<Offer>,
+    /// When a release reserved this waiter, before its script was sent.
+    reserved_at: OnceLock<Instant>,
 }
 
 impl Waiter {
-    /// Sleeps until a wake-up is handed to this waiter, `deadline` passes
-    /// (never, when `None`) or `interrupt` is triggered.
+    /// Sleeps until a wake-up or the lock is handed to this waiter,
+    /// `deadline` passes (never, when `None`) or `interrupt` is triggered.
     pub(super) fn sleep(&self, deadline: Option<Instant>, interrupt: Option<&Interrupt>) -> Wake {
         let _registered = interrupt.map(Interrupt::register);
         loop {
-            if self.notified.load(Ordering::Acquire) {
-                return Wake::Notified;
+            match self.state.load(Ordering::Acquire) {
+                NOTIFIED => return Wake::Notified,
+                // Set before `HANDED`, so always there; without it the
+                // caller's next attempt re-enters and gives back the extra hold.
+                HANDED => {
+                    return self
+                        .reserved_at
+                        .get()
+                        .map_or(Wake::Notified, |at| Wake::HandedOver(*at))
+                }
+                RESERVED => {
+                    // The release that reserved us settles it within its
+                    // call; until then the lock may already be ours.
+                    thread::park();
+                    continue;
+                }
+                _ => {}
             }
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 return Wake::Interrupted;
@@ -59,8 +94,19 @@ impl Waiter {
     }
 
     fn notify(&self) {
-        self.notified.store(true, Ordering::Release);
+        self.state.store(NOTIFIED, Ordering::Release);
         self.thread.unpark();
+    }
+
+    /// Settles a reservation: the lock was handed over, or (`false`) it
+    /// was not and the waiter tries it itself.
+    pub(super) fn settle(&self, handed_over: bool) {
+        if handed_over {
+            self.state.store(HANDED, Ordering::Release);
+            self.thread.unpark();
+        } else {
+            self.notify();
+        }
     }
 }
 
@@ -76,8 +122,11 @@ pub(super) struct Waiters {
     permits: usize,
     /// Until when a local thread that did not wait must stand back: a
     /// release found waiters parked here, and the one woken should get the
-    /// lock rather than a thread that comes back for it at once.
+    /// lock rather than a thread that comes back for it at once; or a
+    /// release handed the lock to one of them directly.
     handoff_until: Option<Instant>,
+    /// The direct hand-overs since a release last announced the lock.
+    run: Run,
 }
 
 impl Waiters {
@@ -88,6 +137,7 @@ impl Waiters {
             parked: VecDeque::new(),
             permits: 0,
             handoff_until: None,
+            run: Run::default(),
         }
     }
 
@@ -117,11 +167,14 @@ impl Waiters {
         true
     }
 
-    /// Parks the calling thread at the end of the line.
-    pub(super) fn enqueue(&mut self) -> Arc<Waiter> {
+    /// Parks the calling thread at the end of the line, with what a release
+    /// needs to hand it the lock directly, if it may.
+    pub(super) fn enqueue(&mut self, offer: Option<Offer>) -> Arc<Waiter> {
         let waiter = Arc::new(Waiter {
             thread: thread::current(),
-            notified: AtomicBool::new(false),
+            state: AtomicU8::new(WAITING),
+            offer,
+            reserved_at: OnceLock::new(),
         });
         self.parked.push_back(Arc::clone(&waiter));
         waiter
@@ -157,12 +210,41 @@ impl Waiters {
         self.permits = self.count;
     }
 
-    /// A local thread released the lock: if waiters are parked here, the
-    /// oldest is about to be woken, so newcomers stand back for `grace`.
-    pub(super) fn expect_handoff(&mut self, grace: Duration) {
-        if !self.parked.is_empty() || self.permits > 0 {
-            self.handoff_until = Instant::now().checked_add(grace);
+    /// Takes the oldest parked waiter that may be handed the lock out of
+    /// the line, for a release about to hand it over; `None` when there is
+    /// none, or when the run of hand-overs has reached its bound and this
+    /// release must announce the lock to every process instead.
+    pub(super) fn reserve(&mut self) -> Option<(Arc<Waiter>, Offer)> {
+        let (pos, offer) = self
+            .parked
+            .iter()
+            .enumerate()
+            .find_map(|(pos, w)| Some((pos, w.offer.clone()?)))?;
+        if !self.run.extend() {
+            return None;
         }
+        let waiter = self.parked.remove(pos)?;
+        let _ = waiter.reserved_at.set(Instant::now());
+        waiter.state.store(RESERVED, Ordering::Release);
+        Some((waiter, offer))
+    }
+
+    /// A local thread released the lock and announced it: if waiters are
+    /// parked here, the oldest is about to be woken, so newcomers stand back
+    /// for `grace`; if none is, nobody needs to.
+    pub(super) fn expect_handoff(&mut self, grace: Duration) {
+        self.run = Run::default();
+        self.handoff_until = if !self.parked.is_empty() || self.permits > 0 {
+            Instant::now().checked_add(grace)
+        } else {
+            None
+        };
+    }
+
+    /// A local release handed the lock to a waiter: newcomers stand back
+    /// (they would only find it held) and park behind the others.
+    pub(super) fn handed_over(&mut self, grace: Duration) {
+        self.handoff_until = Instant::now().checked_add(grace);
     }
 
     /// Whether a newcomer should stand back (see [`expect_handoff`](Self::expect_handoff)).

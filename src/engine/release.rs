@@ -1,0 +1,144 @@
+//! The release side: one hold given back, and, when that frees the lock
+//! while a thread of this client is parked on it, the lock handed straight
+//! to that thread (see `pubsub/handover.rs`).
+
+use super::{target, Engine, LockRef, HANDOFF_GRACE};
+use crate::error::{Error, Result};
+use crate::hold::{Hold, Renewal};
+use crate::kind::sealed::KindOps;
+use crate::kind::{Successor, HANDED_OVER};
+use crate::names;
+use crate::pubsub::Reserved;
+use crate::renewals::Which;
+use crate::stats::Counters;
+
+impl Engine {
+    /// Releases one hold. Retries are safe: the script remembers each
+    /// request's reply for a while (the unlock latch).
+    pub(crate) fn release<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Result<()> {
+        self.server.check_open()?;
+        // Forget the hold first: if the release then fails, the lock expires
+        // on its own instead of being renewed forever. A hold of a
+        // generation that is over is not released at all: the thread's
+        // current holds (same hash field) would be the ones released.
+        let which = match hold.renewal {
+            Renewal::Unguarded => Which::Unguarded,
+            _ => Which::Guard {
+                watched: hold.is_watched(),
+            },
+        };
+        if !self.renewals.release_one(&hold.record, which) {
+            return Err(lost(lock.name));
+        }
+        let successor = self.successor(lock, hold);
+        let reply = match &successor {
+            Some(reserved) => {
+                let offer = reserved.offer();
+                let to = Successor {
+                    field: &offer.field,
+                    lease_ms: offer.lease_ms,
+                };
+                self.run_release(lock, &hold.record.field, |at, field, id| {
+                    lock.kind.release_to(at, field, id, to)
+                })
+            }
+            None => self.release_script(lock, &hold.record.field),
+        };
+        // Dropped unsettled (an error, or no hand-over), the reserved
+        // waiter wakes and tries the lock itself.
+        match reply? {
+            Some(HANDED_OVER) => {
+                if let Some(reserved) = successor {
+                    reserved.hand_over(HANDOFF_GRACE);
+                    Counters::bump(&self.counters.direct_handoffs);
+                }
+                Ok(())
+            }
+            Some(freed) => {
+                if freed == 1 {
+                    if let Some(channel) = lock.kind.shared_channel() {
+                        self.pubsub.released(channel, HANDOFF_GRACE);
+                    }
+                }
+                Ok(())
+            }
+            None => {
+                // Redis has no hold of ours: the generation's other guards
+                // are stale too.
+                self.renewals.mark_lost(&hold.record);
+                Err(lost(lock.name))
+            }
+        }
+    }
+
+    /// Releases one hold of the calling thread that no guard stands for
+    /// (given up with `leak`); [`Error::NotHeld`] when there is none.
+    pub(crate) fn unlock<K: KindOps>(&self, lock: LockRef<'_, K>) -> Result<()> {
+        names::validate(lock.name)?;
+        self.server.check_open()?;
+        let field = self.field(lock.kind);
+        match self.renewals.find(lock.name, &field) {
+            Some(record) => self.release(
+                lock,
+                &Hold {
+                    record,
+                    renewal: Renewal::Unguarded,
+                },
+            ),
+            // No hold known here; Redis may still count one that no guard
+            // stands for (see `release_orphans`): give that back.
+            None => match self.release_script(lock, &field)? {
+                Some(_) => Ok(()),
+                None => Err(Error::NotHeld {
+                    lock: names::shorten(lock.name),
+                }),
+            },
+        }
+    }
+
+    /// Keeps `hold` without a guard, until [`unlock`](Self::unlock).
+    pub(crate) fn leak(&self, hold: &Hold) {
+        self.renewals.leak(&hold.record, hold.is_watched());
+    }
+
+    /// Runs the kind's release script once for `field`.
+    pub(super) fn release_script<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        field: &str,
+    ) -> Result<Option<i64>> {
+        self.run_release(lock, field, |at, field, id| {
+            lock.kind.release(at, field, id)
+        })
+    }
+
+    /// Runs one release script of `lock`'s kind for `field` with a fresh
+    /// request id (for the unlock latch).
+    fn run_release<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        field: &str,
+        script: impl FnOnce(crate::kind::Target<'_>, &str, &str) -> Result<Option<i64>>,
+    ) -> Result<Option<i64>> {
+        let request_id = self.next_request_id();
+        script(target(&self.server, lock), field, &request_id)
+            .map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
+    }
+
+    /// A parked thread of this client to hand the lock to, when this
+    /// release of `hold` is the generation's last and the kind allows it.
+    fn successor<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Option<Reserved> {
+        if hold.record.is_live() {
+            // Holds remain: this release does not free the lock.
+            return None;
+        }
+        lock.kind.handover_grant()?;
+        self.pubsub.reserve_successor(lock.kind.shared_channel()?)
+    }
+}
+
+fn lost(name: &str) -> Error {
+    Error::LockLost {
+        lock: names::shorten(name),
+    }
+}
