@@ -9,6 +9,7 @@
 mod release;
 mod wait;
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,8 +125,28 @@ impl Engine {
 
     /// The calling thread's field in the hash of a lock of kind `kind`.
     pub(crate) fn field<K: KindOps>(&self, kind: &K) -> Arc<str> {
-        let base = format!("{}:{}", self.id_text, thread_id::current());
-        Arc::from(kind.holder_field(base))
+        kind.holder_field(&self.base_field())
+    }
+
+    /// The calling thread's plain field, `<client-uuid>:<thread-id>`, made
+    /// once per thread (and again only when the thread uses another client).
+    fn base_field(&self) -> Arc<str> {
+        thread_local! {
+            static BASE_FIELD: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+        }
+        BASE_FIELD.with(|cached| {
+            let mut cached = cached.borrow_mut();
+            match &*cached {
+                // The thread's id never changes: the client's id is the rest.
+                Some(field) if field.starts_with(self.id_text.as_str()) => Arc::clone(field),
+                _ => {
+                    let field: Arc<str> =
+                        Arc::from(format!("{}:{}", self.id_text, thread_id::current()));
+                    *cached = Some(Arc::clone(&field));
+                    field
+                }
+            }
+        })
     }
 
     /// A request id unique across clients, for the unlock latch.

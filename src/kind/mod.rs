@@ -163,8 +163,8 @@ pub(crate) mod sealed {
         fn for_name(name: &str, config: &Config) -> Self;
 
         /// The hash field of a holder whose plain field is `base`.
-        fn holder_field(&self, base: String) -> String {
-            base
+        fn holder_field(&self, base: &std::sync::Arc<str>) -> std::sync::Arc<str> {
+            std::sync::Arc::clone(base)
         }
 
         /// How the watchdog renews holds of this kind.

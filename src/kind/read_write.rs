@@ -1,5 +1,7 @@
 //! The two kinds of a read-write lock: many readers or one writer.
 
+use std::sync::Arc;
+
 use super::sealed::KindOps;
 use super::{Attempt, Target};
 use crate::config::Config;
@@ -169,8 +171,8 @@ impl KindOps for Write {
         }
     }
 
-    fn holder_field(&self, base: String) -> String {
-        base + WRITE_SUFFIX
+    fn holder_field(&self, base: &Arc<str>) -> Arc<str> {
+        Arc::from(format!("{base}{WRITE_SUFFIX}"))
     }
 
     fn shared_channel(&self) -> Option<&str> {

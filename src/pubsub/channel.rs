@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::handover::{Offer, Reserved};
-use super::waiters::{Waiters, Wake};
+use super::handover::Offer;
+use super::waiters::{Waiter, Waiters, Wake};
 use crate::interrupt::Interrupt;
 
 /// Where a channel's subscription stands; see the module table.
@@ -210,9 +210,8 @@ impl Channel {
     /// Reserves the oldest parked waiter that may be handed the lock
     /// directly (see `handover.rs`), if there is one and the run of
     /// hand-overs allows another.
-    pub(crate) fn reserve(self: &Arc<Self>) -> Option<Reserved> {
-        let (waiter, offer) = self.state.lock().waiters.reserve()?;
-        Some(Reserved::new(Arc::clone(self), waiter, offer))
+    pub(super) fn reserve(&self) -> Option<(Arc<Waiter>, Offer)> {
+        self.state.lock().waiters.reserve()
     }
 
     /// A local release handed the lock to a parked waiter.

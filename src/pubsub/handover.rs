@@ -10,12 +10,12 @@
 //! run of hand-overs is bounded ([`MAX_IN_A_ROW`], [`MAX_RUN`]): then a
 //! release announces the lock to everyone, and every process's waiters
 //! get their chance at it.
+//!
+//! Here: the bound and what a waiter offers. The waiter's states are in
+//! `waiters.rs`, the reservation a release holds in `reserved.rs`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use super::channel::Channel;
-use super::waiters::Waiter;
 
 /// The most direct hand-overs in a row before a release must announce.
 pub(super) const MAX_IN_A_ROW: u32 = 8;
@@ -52,51 +52,6 @@ impl Run {
         }
         self.handed += 1;
         true
-    }
-}
-
-/// A parked waiter taken out of the line by a release that is about to
-/// hand it the lock. Dropped without [`hand_over`](Self::hand_over) (the
-/// script did not hand it over, or failed), it is woken to try the lock
-/// itself: if the hand-over did happen after all, that attempt re-enters
-/// and the extra hold is given back.
-#[derive(Debug)]
-pub(crate) struct Reserved {
-    channel: Arc<Channel>,
-    waiter: Arc<Waiter>,
-    offer: Offer,
-    settled: bool,
-}
-
-impl Reserved {
-    pub(super) fn new(channel: Arc<Channel>, waiter: Arc<Waiter>, offer: Offer) -> Reserved {
-        Reserved {
-            channel,
-            waiter,
-            offer,
-            settled: false,
-        }
-    }
-
-    /// The reserved waiter's field and lease, for the release script.
-    pub(crate) fn offer(&self) -> &Offer {
-        &self.offer
-    }
-
-    /// The script handed the lock over: the waiter holds it now. Local
-    /// newcomers stand back for `grace` (they would find it held).
-    pub(crate) fn hand_over(mut self, grace: Duration) {
-        self.channel.handed_over(grace);
-        self.settled = true;
-        self.waiter.settle(true);
-    }
-}
-
-impl Drop for Reserved {
-    fn drop(&mut self) {
-        if !self.settled {
-            self.waiter.settle(false);
-        }
     }
 }
 

@@ -18,6 +18,7 @@ mod channel;
 mod handover;
 mod links;
 mod registry;
+mod reserved;
 #[cfg(feature = "cluster")]
 mod retries;
 mod router;
@@ -34,9 +35,10 @@ use crate::server::Server;
 use crate::stats::Counters;
 
 use channel::Channel;
-pub(crate) use handover::{Offer, Reserved};
+pub(crate) use handover::Offer;
 use links::{Router, Shared};
 use registry::{Joined, Registry};
+pub(crate) use reserved::Reserved;
 pub(crate) use waiters::Wake;
 
 /// The client's pub/sub service.
@@ -104,7 +106,9 @@ impl PubSub {
     /// Reserves a thread parked on `channel` that a release about to free
     /// the lock may hand it to directly (see `handover.rs`).
     pub(crate) fn reserve_successor(&self, channel: &str) -> Option<Reserved> {
-        self.shared.registry.get(channel.as_bytes())?.reserve()
+        let channel = self.shared.registry.get(channel.as_bytes())?;
+        let (waiter, offer) = channel.reserve()?;
+        Some(Reserved::new(channel, waiter, offer))
     }
 
     /// How many channels the server has confirmed a subscription to.

@@ -1,0 +1,54 @@
+//! A parked waiter reserved by a release that is about to hand it the lock
+//! directly (see `handover.rs`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::channel::Channel;
+use super::handover::Offer;
+use super::waiters::Waiter;
+
+/// A parked waiter taken out of the line by a release that is about to
+/// hand it the lock. Dropped without [`hand_over`](Self::hand_over) (the
+/// script did not hand it over, or failed), it is woken to try the lock
+/// itself: if the hand-over did happen after all, that attempt re-enters
+/// and the extra hold is given back.
+#[derive(Debug)]
+pub(crate) struct Reserved {
+    channel: Arc<Channel>,
+    waiter: Arc<Waiter>,
+    offer: Offer,
+    settled: bool,
+}
+
+impl Reserved {
+    pub(super) fn new(channel: Arc<Channel>, waiter: Arc<Waiter>, offer: Offer) -> Reserved {
+        Reserved {
+            channel,
+            waiter,
+            offer,
+            settled: false,
+        }
+    }
+
+    /// The reserved waiter's field and lease, for the release script.
+    pub(crate) fn offer(&self) -> &Offer {
+        &self.offer
+    }
+
+    /// The script handed the lock over: the waiter holds it now. Local
+    /// newcomers stand back for `grace` (they would find it held).
+    pub(crate) fn hand_over(mut self, grace: Duration) {
+        self.channel.handed_over(grace);
+        self.settled = true;
+        self.waiter.settle(true);
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.waiter.settle(false);
+        }
+    }
+}
