@@ -269,8 +269,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     misses.sort();
     let summary = format!(
         "schedule {} seed={} mode={}: {} actors, {} ops, {} acquires, {} holds, acquires \
-         ending otherwise [{}], probes {} checked/{} skipped, faults [{}], {} violation(s); \
-         excused: {}",
+         ending otherwise [{}], probes {} checked/{} skipped, faults [{}], direct hand-overs \
+         in this process {}, {} violation(s); excused: {}",
         spec.index,
         spec.seed,
         mode,
@@ -282,6 +282,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         verdict.probes_checked,
         verdict.probes_skipped,
         fault_summary.unwrap_or_else(|| "none".into()),
+        crate::targets::take_direct_handoffs(),
         violations.len(),
         excused
     );
