@@ -32,6 +32,7 @@ mod common;
 mod artifacts;
 mod contention;
 mod handoff;
+mod idle;
 mod json;
 mod noise;
 mod parked;
@@ -77,15 +78,20 @@ fn main() {
     let wd = watchdog::measure(&url, &prefix);
     // Raw limits and the library's figures, in alternating rounds.
     let client = Client::open(url.as_str()).expect("redhold: Client::open");
-    let lat = rounds::latency(&url, &client, &prefix, samples);
+    // A second client (own UUID, own subscriber): another process's view.
+    let other = Client::open(url.as_str()).expect("redhold: Client::open (second)");
+    let lat = rounds::latency(&url, &client, &other, &prefix, samples);
+    let long_idle = idle::long(&url, &client, &other, &prefix, samples);
     let tput = rounds::throughput(&url, &client, &prefix);
     // The library alone.
     let cold = handoff::cold(&client, &url, &prefix, samples);
     let fair = contention::fairness(&client, &prefix);
     let parked = parked::cpu(&client, &prefix);
+    let _ = other.shutdown();
     let _ = client.shutdown();
     let figures = Figures {
         lat,
+        long_idle,
         tput,
         cold,
         fair,
@@ -98,7 +104,7 @@ fn main() {
     let table = targets::table(&figures);
     let other_cpu = noise.finish();
     report::run_end(&mut j, other_cpu, &table, started);
-    artifacts::write(&figures.lat, &figures.cold, &j);
+    artifacts::write(&figures, &j);
     report::print(&figures, &table, other_cpu, started);
     drop(server);
     println!("{}", j.finish());

@@ -13,7 +13,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::contention::run_for_throughput;
-use crate::handoff::WARM_PARK;
 use crate::server::raw_conn;
 
 /// Acquire shape (Redisson `tryLockInnerAsync`): take if free or already ours,
@@ -165,13 +164,21 @@ pub(crate) fn publish_delivery(url: &str, prefix: &str, n: usize) -> Vec<Duratio
     out
 }
 
-/// The best a client could do with this protocol: the waiter is subscribed
-/// and blocked in `get_message`; the holder runs the release script (which
-/// publishes); the waiter wakes and runs the acquire script. Measured from
-/// just before the release to the waiter's acquire reply.
+/// The best a client could do with this protocol (the "ideal client"): the
+/// waiter has its own connection subscribed to the lock's channel and is
+/// blocked in `get_message` on it; the holder runs the release script (which
+/// deletes and publishes); the waiter wakes and runs the acquire script.
+/// The holder wakes the waiter, waits `idle` (the waiter fails its first
+/// attempt and sits parked on its subscription), then releases. Measured
+/// from just before the release to the waiter's acquire reply.
 /// Returns (handoff latencies, the holder's release call durations).
-pub(crate) fn handoff_direct(url: &str, prefix: &str, n: usize) -> (Vec<Duration>, Vec<Duration>) {
-    let key = format!("{prefix}:raw:handoff");
+pub(crate) fn handoff_direct(
+    url: &str,
+    prefix: &str,
+    n: usize,
+    idle: Duration,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let key = format!("{prefix}:raw:handoff:{}us", idle.as_micros());
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (done_tx, done_rx) = mpsc::channel::<Instant>();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
@@ -206,7 +213,7 @@ pub(crate) fn handoff_direct(url: &str, prefix: &str, n: usize) -> (Vec<Duration
     for i in 0..n + n / 10 {
         assert_eq!(l.try_acquire(&mut con), None);
         go_tx.send(true).unwrap();
-        thread::sleep(WARM_PARK);
+        thread::sleep(idle);
         let t0 = Instant::now();
         assert_eq!(l.release(&mut con), Some(1));
         let released = t0.elapsed();

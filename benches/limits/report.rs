@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::contention::{Fairness, RAW_THREADS};
 use crate::handoff::Cold;
+use crate::idle::{self, LongIdle};
 use crate::json::Json;
 use crate::parked::Parked;
 use crate::rounds::{Latencies, Throughput};
@@ -17,6 +18,7 @@ use crate::watchdog::Watchdog;
 /// Everything one run measured.
 pub(crate) struct Figures {
     pub(crate) lat: Latencies,
+    pub(crate) long_idle: LongIdle,
     pub(crate) tput: Throughput,
     pub(crate) cold: Cold,
     pub(crate) fair: Fairness,
@@ -66,6 +68,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
     j.lat("lib_reentrant", &lat.lib_re);
     j.lat("lib_warm_handoff", &lat.lib_warm);
     j.lat("lib_warm_handoff_guard_drop", &lat.lib_warm_drop);
+    idle::to_json(j, lat, &f.long_idle);
     j.lat(
         "lib_cold_handoff_release_to_acquired",
         &cold.release_to_acquired,

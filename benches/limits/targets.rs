@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::idle;
 use crate::report::Figures;
 use crate::stats::{p50, p99, ratio};
 use crate::table::Table;
@@ -49,6 +50,7 @@ pub(crate) fn table(f: &Figures) -> Table {
         "info",
         true,
     );
+    idle::rows(&mut t, lat, &f.long_idle);
     t.lat_row(
         "cold handoff: release->acquired",
         &cold.release_to_acquired,
