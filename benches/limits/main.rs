@@ -41,6 +41,7 @@ mod raw;
 mod report;
 mod rounds;
 mod server;
+mod share;
 mod stats;
 mod table;
 mod targets;
@@ -86,6 +87,7 @@ fn main() {
     // The library alone.
     let cold = handoff::cold(&client, &url, &prefix, samples);
     let fair = contention::fairness(&client, &prefix);
+    let share = share::two_clients(&url, &prefix);
     let parked = parked::cpu(&client, &prefix);
     let _ = other.shutdown();
     let _ = client.shutdown();
@@ -95,6 +97,7 @@ fn main() {
         tput,
         cold,
         fair,
+        share,
         parked,
         wd,
     };

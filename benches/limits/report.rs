@@ -11,6 +11,7 @@ use crate::json::Json;
 use crate::parked::Parked;
 use crate::rounds::{Latencies, Throughput};
 use crate::server::{redact, server_version};
+use crate::share::{self, Share};
 use crate::stats::{fmt_us, p50};
 use crate::table::Table;
 use crate::watchdog::Watchdog;
@@ -22,6 +23,7 @@ pub(crate) struct Figures {
     pub(crate) tput: Throughput,
     pub(crate) cold: Cold,
     pub(crate) fair: Fairness,
+    pub(crate) share: Share,
     pub(crate) parked: Parked,
     pub(crate) wd: Watchdog,
 }
@@ -83,6 +85,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
     j.num("lib_fairness_min_over_max", fair.min_over_max());
     j.num("lib_fairness_handoffs_per_s", fair.handoffs_per_s);
     j.num("lib_fairness_acquisitions_per_s", fair.total_per_s());
+    share::to_json(j, &f.share);
     j.num("lib_parked_cpu_pct_of_core_ticks", parked.pct_ticks);
     if let Some(p) = parked.pct_schedstat {
         j.num("lib_parked_cpu_pct_of_core_schedstat", p);

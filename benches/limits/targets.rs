@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::idle;
 use crate::report::Figures;
+use crate::share;
 use crate::stats::{p50, p99, ratio};
 use crate::table::Table;
 
@@ -90,6 +91,7 @@ pub(crate) fn table(f: &Figures) -> Table {
         ">= 0.5/bound",
         fair.handoffs_per_s >= handoff_target_per_s,
     );
+    share::rows(&mut t, &f.share);
     t.plain_row(
         "64 parked threads: CPU % of core",
         &format!("{parked_pct:.2} %"),
