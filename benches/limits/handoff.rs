@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use redhold::Client;
 
-use crate::raw::channel_of;
+use crate::raw_lua::channel_of;
 use crate::server::raw_conn;
 
 /// How long the holder waits after waking the waiter, so that the waiter

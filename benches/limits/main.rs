@@ -38,6 +38,8 @@ mod noise;
 mod parked;
 mod proc;
 mod raw;
+#[path = "../common/raw_lua.rs"]
+mod raw_lua;
 mod report;
 mod rounds;
 mod server;

@@ -13,37 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::contention::run_for_throughput;
+use crate::raw_lua::{channel_of, ACQUIRE_LUA, LEASE_MS, RELEASE_LUA};
 use crate::server::raw_conn;
-
-/// Acquire shape (Redisson `tryLockInnerAsync`): take if free or already ours,
-/// else return the PTTL.
-const ACQUIRE_LUA: &str = "\
-if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
-  redis.call('hincrby', KEYS[1], ARGV[2], 1); \
-  redis.call('pexpire', KEYS[1], ARGV[1]); \
-  return nil; \
-end; \
-return redis.call('pttl', KEYS[1]);";
-
-/// Release shape (Redisson `unlockInnerAsync`): decrement our hold; at zero
-/// delete and publish the unlock message.
-const RELEASE_LUA: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
-else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; \
-return nil;";
-
-const LEASE_MS: u64 = 30_000;
-
-/// The unlock channel of a lock name, as Redisson (and redhold) name it.
-pub(crate) fn channel_of(name: &str) -> String {
-    if name.contains('{') {
-        format!("redisson_lock__channel:{name}")
-    } else {
-        format!("redisson_lock__channel:{{{name}}}")
-    }
-}
 
 struct RawLock {
     key: String,
