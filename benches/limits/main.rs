@@ -36,6 +36,7 @@ mod idle;
 mod json;
 mod noise;
 mod parked;
+mod peers;
 mod proc;
 mod raw;
 #[path = "../common/raw_lua.rs"]
@@ -93,6 +94,11 @@ fn main() {
     let parked = parked::cpu(&client, &prefix);
     let _ = other.shutdown();
     let _ = client.shutdown();
+    // Other lock crates side by side (a subprocess, `benches/peers`).
+    let peers = peers::measure(&url, samples);
+    if let Some(line) = peers::not_measured(&peers) {
+        eprintln!("{line}");
+    }
     let figures = Figures {
         lat,
         long_idle,
@@ -102,6 +108,7 @@ fn main() {
         share,
         parked,
         wd,
+        peers,
     };
 
     // The table, the JSON object and the files; the JSON line comes last.

@@ -9,6 +9,7 @@ use crate::handoff::Cold;
 use crate::idle::{self, LongIdle};
 use crate::json::Json;
 use crate::parked::Parked;
+use crate::peers::{self, Peers};
 use crate::rounds::{Latencies, Throughput};
 use crate::server::{redact, server_version};
 use crate::share::{self, Share};
@@ -26,6 +27,7 @@ pub(crate) struct Figures {
     pub(crate) share: Share,
     pub(crate) parked: Parked,
     pub(crate) wd: Watchdog,
+    pub(crate) peers: Peers,
 }
 
 /// The first keys: the server and the run's settings.
@@ -95,6 +97,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
         parked.acquired_after as f64,
     );
     f.wd.to_json(j);
+    peers::to_json(j, &f.peers);
 }
 
 /// The last keys: machine noise, load, the tally of targets, the runtime.
@@ -166,6 +169,9 @@ pub(crate) fn print(f: &Figures, t: &Table, other_cpu: Option<f64>, started: Ins
     );
     println!();
     t.print();
+    if let Some(line) = peers::not_measured(&f.peers) {
+        println!("{line}");
+    }
     if let Some(p) = other_cpu {
         println!(
             "other processes used {p:.1} % of the machine's CPU during the run{}",

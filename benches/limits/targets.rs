@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::idle;
+use crate::peers;
 use crate::report::Figures;
 use crate::share;
 use crate::stats::{p50, p99, ratio};
@@ -139,5 +140,6 @@ pub(crate) fn table(f: &Figures) -> Table {
         "< 8 MiB",
         wd.rss_delta_mib() < 8.0,
     );
+    peers::rows(&mut t, &f.peers);
     t
 }
