@@ -81,11 +81,11 @@ pub(crate) fn long(
     l
 }
 
-/// The six curves, as (idle label, ideal, same client, cross client).
-fn curves<'a>(
-    lat: &'a Latencies,
-    long: &'a LongIdle,
-) -> [(&'static str, &'a [Duration], &'a [Duration], &'a [Duration]); 2] {
+/// One idle time's curves: (idle label, ideal, same client, cross client).
+type Curves<'a> = (&'static str, &'a [Duration], &'a [Duration], &'a [Duration]);
+
+/// The six curves, by idle time.
+fn curves<'a>(lat: &'a Latencies, long: &'a LongIdle) -> [Curves<'a>; 2] {
     [
         ("1ms", &lat.raw_handoff, &lat.lib_warm, &lat.lib_cross),
         ("20ms", &long.ideal, &long.same, &long.cross),
