@@ -12,7 +12,14 @@ with the cumulative distribution (CDF, log-scale x axis) of:
 
 plus the targets: p50 <= 1.5 x (raw release + publish + acquire p50s), p99 <= 2 ms.
 
-Usage: python3 benches/plot_handoff.py [CSV] [JSON] [OUT.svg]
+With --idle it draws the handoffs after an idle waiter instead (default output
+docs/handoff-idle-latency.svg), series from the same CSV:
+
+  - ideal_idle_1ms, ideal_idle_20ms                the ideal client (redis crate alone)
+  - same_client_idle_1ms, same_client_idle_20ms    redhold, holder and waiter on one Client
+  - cross_client_idle_1ms, cross_client_idle_20ms  redhold, waiter on a second Client
+
+Usage: python3 benches/plot_handoff.py [--idle] [CSV] [JSON] [OUT.svg]
 Defaults: target/redhold-limits/handoff-latency.csv, target/redhold-limits/limits.json,
 docs/handoff-latency.svg
 """
@@ -23,9 +30,11 @@ import sys
 from collections import OrderedDict
 from xml.sax.saxutils import escape
 
-CSV = sys.argv[1] if len(sys.argv) > 1 else "target/redhold-limits/handoff-latency.csv"
-JSON = sys.argv[2] if len(sys.argv) > 2 else "target/redhold-limits/limits.json"
-OUT = sys.argv[3] if len(sys.argv) > 3 else "docs/handoff-latency.svg"
+IDLE = "--idle" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--idle"]
+CSV = ARGS[0] if len(ARGS) > 0 else "target/redhold-limits/handoff-latency.csv"
+JSON = ARGS[1] if len(ARGS) > 1 else "target/redhold-limits/limits.json"
+OUT = ARGS[2] if len(ARGS) > 2 else ("docs/handoff-idle-latency.svg" if IDLE else "docs/handoff-latency.svg")
 
 STYLE = OrderedDict(
     [
@@ -35,11 +44,25 @@ STYLE = OrderedDict(
         ("raw_bound_sum", ("#7f7f7f", "raw release + publish + acquire", "6,4")),
     ]
 )
+IDLE_STYLE = OrderedDict(
+    [
+        ("ideal_idle_1ms", ("#1f77b4", "ideal client, waiter idle 1 ms", "")),
+        ("ideal_idle_20ms", ("#1f77b4", "ideal client, waiter idle 20 ms", "6,4")),
+        ("same_client_idle_1ms", ("#2ca02c", "redhold same client, idle 1 ms", "")),
+        ("same_client_idle_20ms", ("#2ca02c", "redhold same client, idle 20 ms", "6,4")),
+        ("cross_client_idle_1ms", ("#d62728", "redhold cross client, idle 1 ms", "")),
+        ("cross_client_idle_20ms", ("#d62728", "redhold cross client, idle 20 ms", "6,4")),
+    ]
+)
+if IDLE:
+    STYLE = IDLE_STYLE
 
 series = OrderedDict()
 with open(CSV, newline="") as f:
     for row in csv.DictReader(f):
-        series.setdefault(row["series"], []).append(float(row["micros"]))
+        # Each chart draws its own series (the CSV holds both charts').
+        if row["series"] in STYLE:
+            series.setdefault(row["series"], []).append(float(row["micros"]))
 for v in series.values():
     v.sort()
 try:
@@ -77,7 +100,11 @@ o = out.append
 o(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
   'font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">')
 o(f'<rect width="{W}" height="{H}" fill="white"/>')
-title = "Lock handoff latency (CDF): redhold vs the raw Redis round-trip bound"
+title = (
+    "Handoff after an idle waiter (CDF): redhold vs the ideal client"
+    if IDLE
+    else "Lock handoff latency (CDF): redhold vs the raw Redis round-trip bound"
+)
 o(f'<text x="{L}" y="24" font-size="15" font-weight="bold">{escape(title)}</text>')
 sub = []
 if "redis_version" in info:
@@ -114,9 +141,10 @@ o(f'<text transform="translate(18,{T + ph / 2}) rotate(-90)" text-anchor="middle
 # target lines
 bound = info.get("bound_warm_handoff_p50_us")
 targets = []
-if bound:
+if bound and not IDLE:
     targets.append((1.5 * bound, "#2ca02c", f"target p50 ≤ 1.5 × bound ({1.5 * bound:.0f} µs)"))
-targets.append((2000.0, "#9467bd", "target p99 ≤ 2 ms"))
+if not IDLE:
+    targets.append((2000.0, "#9467bd", "target p99 ≤ 2 ms"))
 for us, color, _ in targets:
     x = X(us)
     o(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{T + ph}" stroke="{color}" stroke-width="1.5" stroke-dasharray="2,3"/>')

@@ -1,13 +1,13 @@
 //! The files a run leaves under `target/redhold-limits/`: every handoff
-//! sample (`handoff-latency.csv`, for `benches/plot_handoff.py`) and the JSON
-//! line (`limits.json`).
+//! sample (`handoff-latency.csv`, for `benches/plot_handoff.py`; one
+//! `series` per curve) and the JSON line (`limits.json`).
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::handoff::Cold;
+use crate::idle;
 use crate::json::Json;
-use crate::rounds::Latencies;
+use crate::report::Figures;
 
 /// `$CARGO_TARGET_DIR/redhold-limits`, else `target/redhold-limits` in the
 /// package.
@@ -20,7 +20,8 @@ fn target_dir() -> std::path::PathBuf {
 
 /// Writes `handoff-latency.csv` and `limits.json`; a failure is reported on
 /// stderr, never fatal.
-pub(crate) fn write(lat: &Latencies, cold: &Cold, j: &Json) {
+pub(crate) fn write(f: &Figures, j: &Json) {
+    let (lat, cold) = (&f.lat, &f.cold);
     let (raw_acq, raw_rel, raw_pub) = (&lat.raw_acq, &lat.raw_rel, &lat.raw_pub);
     let dir = target_dir();
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -46,6 +47,11 @@ pub(crate) fn write(lat: &Latencies, cold: &Cold, j: &Json) {
         "library_cold_handoff",
         &mut cold.release_to_acquired.iter().copied(),
     );
+    // The handoffs after an idle waiter: ideal client, same client, cross
+    // client, at 1 ms and 20 ms (`ideal_idle_1ms`, ...).
+    for (name, v) in idle::csv_series(lat, &f.long_idle) {
+        series(&name, &mut v.iter().copied());
+    }
     let csv_path = dir.join("handoff-latency.csv");
     match std::fs::write(&csv_path, csv) {
         Ok(()) => eprintln!("limits: wrote {}", csv_path.display()),

@@ -12,26 +12,38 @@ use std::time::{Duration, Instant};
 
 use redhold::Client;
 
-use crate::raw::channel_of;
+use crate::raw_lua::channel_of;
 use crate::server::raw_conn;
 
 /// How long the holder waits after waking the waiter, so that the waiter
-/// fails its first attempt, subscribes and parks (warm and raw handoff).
+/// fails its first attempt, subscribes and parks (warm and raw handoff):
+/// the waiter's short idle time.
 pub(crate) const WARM_PARK: Duration = Duration::from_millis(1);
+/// The waiter's long idle time (`idle`): parked this long before the
+/// release.
+pub(crate) const LONG_PARK: Duration = Duration::from_millis(20);
 /// Cold handoffs are slow to set up; at most this many samples.
 const COLD_MAX_SAMPLES: usize = 3000;
 
-/// Waiter already parked in `lock()`; the holder stores `Instant::now()` in a
-/// shared slot just before dropping its guard; the sample is the time from
-/// that instant until the waiter's `lock()` returns.
+/// Waiter already parked in `lock()` on `waiter`'s client (the holder's own
+/// client, or a second one: that is what another process looks like); the
+/// holder wakes it, waits `idle` (the waiter fails its first attempt,
+/// subscribes and parks), stores `Instant::now()` in a shared slot just
+/// before dropping its guard; the sample is the time from that instant until
+/// the waiter's `lock()` returns.
 /// Returns (handoff latencies, the holder's guard-drop durations).
-pub(crate) fn warm(client: &Client, prefix: &str, n: usize) -> (Vec<Duration>, Vec<Duration>) {
-    let name = format!("{prefix}:lib:warm");
+pub(crate) fn warm(
+    holder: &Client,
+    waiter: &Client,
+    name: &str,
+    n: usize,
+    idle: Duration,
+) -> (Vec<Duration>, Vec<Duration>) {
     let released_at: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (done_tx, done_rx) = mpsc::channel::<Duration>();
     let waiter = {
-        let lock = client.lock(name.clone());
+        let lock = waiter.lock(name);
         let released_at = released_at.clone();
         thread::spawn(move || {
             while go_rx.recv().unwrap() {
@@ -47,13 +59,13 @@ pub(crate) fn warm(client: &Client, prefix: &str, n: usize) -> (Vec<Duration>, V
             }
         })
     };
-    let lock = client.lock(name);
+    let lock = holder.lock(name);
     let mut out = Vec::with_capacity(n);
     let mut drops = Vec::with_capacity(n);
     for i in 0..n + n / 10 {
         let g = lock.lock().expect("holder lock()");
         go_tx.send(true).unwrap();
-        thread::sleep(WARM_PARK); // let the waiter fail, subscribe and park
+        thread::sleep(idle); // let the waiter fail, subscribe and park
         let t0 = Instant::now();
         *released_at.lock().unwrap() = Some(t0);
         drop(g);

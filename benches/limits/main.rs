@@ -4,27 +4,36 @@
 //! 1. Raw limits with the `redis` crate alone (sync API), in `raw`: an
 //!    acquire-shaped EVALSHA, a release-shaped EVALSHA, PUBLISH -> delivery
 //!    to a subscriber blocked in `get_message` on another thread, a
-//!    hand-rolled "ideal" handoff, and 16 threads each on its own connection
-//!    doing acquire+release pairs.
+//!    hand-rolled "ideal client" handoff (waiter idle 1 ms and 20 ms), and
+//!    16 threads each on its own connection doing acquire+release pairs.
 //! 2. The library: uncontended `lock()` + drop, reentrant `lock()`
-//!    (`uncontended`), warm and cold handoff (`handoff`), 16 threads x 16
-//!    names and 8 threads on one name (`contention`), 64 parked threads
+//!    (`uncontended`), warm and cold handoff (`handoff`), the handoff with
+//!    the waiter idle 1 ms and 20 ms on the same client and on a second
+//!    client, against the ideal client (`idle`), 16 threads x 16 names and
+//!    8 threads on one name (`contention`), two clients x 4 threads on one
+//!    name: each client's share and handoffs/s (`share`), 64 parked threads
 //!    (CPU, `parked`), watchdog with 10,000 held locks (round trips per
 //!    renewal pass) and the RSS those locks add (`watchdog`).
+//! 3. Peers: the uncontended lock + unlock pair of redhold, raw, rslock,
+//!    rlock and redis-lock, from the `peers` binary of `benches/peers` run
+//!    as a subprocess on the same server (`peers`; left out, with the
+//!    reason, when it cannot be built or run).
 //!
 //! The raw limits and the library figures compared with them are measured
-//! in alternating rounds (`rounds`).
+//! in alternating rounds (`rounds`, `idle`; the peers binary alternates its
+//! own).
 //!
 //! Prints one table (operation, library p50 / p99, raw p50, ratio, target,
 //! met?; `targets`) and, as the very last line on stdout, one JSON object
 //! with every figure (`report`). Progress goes to stderr. Also writes
 //! `target/redhold-limits/handoff-latency.csv` (samples for the chart, see
-//! `benches/plot_handoff.py`) and `target/redhold-limits/limits.json`
-//! (`artifacts`).
+//! `benches/plot_handoff.py`; one series per curve, the idle-waiter curves
+//! among them) and `target/redhold-limits/limits.json` (`artifacts`).
 //!
 //! Uses `REDIS_URL` if set, else starts a private `redis-server`.
 //! Environment knobs: `LIMITS_SAMPLES` (latency samples per figure, default
-//! 5000).
+//! 5000; the 20 ms idle curves take a tenth, 50 to 400), `LIMITS_PEERS_BIN`
+//! (the peers binary to run instead of building it).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -32,14 +41,19 @@ mod common;
 mod artifacts;
 mod contention;
 mod handoff;
+mod idle;
 mod json;
 mod noise;
 mod parked;
+mod peers;
 mod proc;
 mod raw;
+#[path = "../common/raw_lua.rs"]
+mod raw_lua;
 mod report;
 mod rounds;
 mod server;
+mod share;
 mod stats;
 mod table;
 mod targets;
@@ -77,20 +91,33 @@ fn main() {
     let wd = watchdog::measure(&url, &prefix);
     // Raw limits and the library's figures, in alternating rounds.
     let client = Client::open(url.as_str()).expect("redhold: Client::open");
-    let lat = rounds::latency(&url, &client, &prefix, samples);
+    // A second client (own UUID, own subscriber): another process's view.
+    let other = Client::open(url.as_str()).expect("redhold: Client::open (second)");
+    let lat = rounds::latency(&url, &client, &other, &prefix, samples);
+    let long_idle = idle::long(&url, &client, &other, &prefix, samples);
     let tput = rounds::throughput(&url, &client, &prefix);
     // The library alone.
     let cold = handoff::cold(&client, &url, &prefix, samples);
     let fair = contention::fairness(&client, &prefix);
+    let share = share::two_clients(&url, &prefix);
     let parked = parked::cpu(&client, &prefix);
+    let _ = other.shutdown();
     let _ = client.shutdown();
+    // Other lock crates side by side (a subprocess, `benches/peers`).
+    let peers = peers::measure(&url, samples);
+    if let Some(line) = peers::not_measured(&peers) {
+        eprintln!("{line}");
+    }
     let figures = Figures {
         lat,
+        long_idle,
         tput,
         cold,
         fair,
+        share,
         parked,
         wd,
+        peers,
     };
 
     // The table, the JSON object and the files; the JSON line comes last.
@@ -98,7 +125,7 @@ fn main() {
     let table = targets::table(&figures);
     let other_cpu = noise.finish();
     report::run_end(&mut j, other_cpu, &table, started);
-    artifacts::write(&figures.lat, &figures.cold, &j);
+    artifacts::write(&figures, &j);
     report::print(&figures, &table, other_cpu, started);
     drop(server);
     println!("{}", j.finish());

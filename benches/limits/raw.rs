@@ -13,38 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::contention::run_for_throughput;
-use crate::handoff::WARM_PARK;
+use crate::raw_lua::{channel_of, ACQUIRE_LUA, LEASE_MS, RELEASE_LUA};
 use crate::server::raw_conn;
-
-/// Acquire shape (Redisson `tryLockInnerAsync`): take if free or already ours,
-/// else return the PTTL.
-const ACQUIRE_LUA: &str = "\
-if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
-  redis.call('hincrby', KEYS[1], ARGV[2], 1); \
-  redis.call('pexpire', KEYS[1], ARGV[1]); \
-  return nil; \
-end; \
-return redis.call('pttl', KEYS[1]);";
-
-/// Release shape (Redisson `unlockInnerAsync`): decrement our hold; at zero
-/// delete and publish the unlock message.
-const RELEASE_LUA: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
-else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; \
-return nil;";
-
-const LEASE_MS: u64 = 30_000;
-
-/// The unlock channel of a lock name, as Redisson (and redhold) name it.
-pub(crate) fn channel_of(name: &str) -> String {
-    if name.contains('{') {
-        format!("redisson_lock__channel:{name}")
-    } else {
-        format!("redisson_lock__channel:{{{name}}}")
-    }
-}
 
 struct RawLock {
     key: String,
@@ -165,13 +135,21 @@ pub(crate) fn publish_delivery(url: &str, prefix: &str, n: usize) -> Vec<Duratio
     out
 }
 
-/// The best a client could do with this protocol: the waiter is subscribed
-/// and blocked in `get_message`; the holder runs the release script (which
-/// publishes); the waiter wakes and runs the acquire script. Measured from
-/// just before the release to the waiter's acquire reply.
+/// The best a client could do with this protocol (the "ideal client"): the
+/// waiter has its own connection subscribed to the lock's channel and is
+/// blocked in `get_message` on it; the holder runs the release script (which
+/// deletes and publishes); the waiter wakes and runs the acquire script.
+/// The holder wakes the waiter, waits `idle` (the waiter fails its first
+/// attempt and sits parked on its subscription), then releases. Measured
+/// from just before the release to the waiter's acquire reply.
 /// Returns (handoff latencies, the holder's release call durations).
-pub(crate) fn handoff_direct(url: &str, prefix: &str, n: usize) -> (Vec<Duration>, Vec<Duration>) {
-    let key = format!("{prefix}:raw:handoff");
+pub(crate) fn handoff_direct(
+    url: &str,
+    prefix: &str,
+    n: usize,
+    idle: Duration,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let key = format!("{prefix}:raw:handoff:{}us", idle.as_micros());
     let (go_tx, go_rx) = mpsc::channel::<bool>();
     let (done_tx, done_rx) = mpsc::channel::<Instant>();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
@@ -206,7 +184,7 @@ pub(crate) fn handoff_direct(url: &str, prefix: &str, n: usize) -> (Vec<Duration
     for i in 0..n + n / 10 {
         assert_eq!(l.try_acquire(&mut con), None);
         go_tx.send(true).unwrap();
-        thread::sleep(WARM_PARK);
+        thread::sleep(idle);
         let t0 = Instant::now();
         assert_eq!(l.release(&mut con), Some(1));
         let released = t0.elapsed();

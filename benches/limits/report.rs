@@ -6,10 +6,13 @@ use std::time::Instant;
 
 use crate::contention::{Fairness, RAW_THREADS};
 use crate::handoff::Cold;
+use crate::idle::{self, LongIdle};
 use crate::json::Json;
 use crate::parked::Parked;
+use crate::peers::{self, Peers};
 use crate::rounds::{Latencies, Throughput};
 use crate::server::{redact, server_version};
+use crate::share::{self, Share};
 use crate::stats::{fmt_us, p50};
 use crate::table::Table;
 use crate::watchdog::Watchdog;
@@ -17,11 +20,14 @@ use crate::watchdog::Watchdog;
 /// Everything one run measured.
 pub(crate) struct Figures {
     pub(crate) lat: Latencies,
+    pub(crate) long_idle: LongIdle,
     pub(crate) tput: Throughput,
     pub(crate) cold: Cold,
     pub(crate) fair: Fairness,
+    pub(crate) share: Share,
     pub(crate) parked: Parked,
     pub(crate) wd: Watchdog,
+    pub(crate) peers: Peers,
 }
 
 /// The first keys: the server and the run's settings.
@@ -66,6 +72,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
     j.lat("lib_reentrant", &lat.lib_re);
     j.lat("lib_warm_handoff", &lat.lib_warm);
     j.lat("lib_warm_handoff_guard_drop", &lat.lib_warm_drop);
+    idle::to_json(j, lat, &f.long_idle);
     j.lat(
         "lib_cold_handoff_release_to_acquired",
         &cold.release_to_acquired,
@@ -80,6 +87,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
     j.num("lib_fairness_min_over_max", fair.min_over_max());
     j.num("lib_fairness_handoffs_per_s", fair.handoffs_per_s);
     j.num("lib_fairness_acquisitions_per_s", fair.total_per_s());
+    share::to_json(j, &f.share);
     j.num("lib_parked_cpu_pct_of_core_ticks", parked.pct_ticks);
     if let Some(p) = parked.pct_schedstat {
         j.num("lib_parked_cpu_pct_of_core_schedstat", p);
@@ -89,6 +97,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
         parked.acquired_after as f64,
     );
     f.wd.to_json(j);
+    peers::to_json(j, &f.peers);
 }
 
 /// The last keys: machine noise, load, the tally of targets, the runtime.
@@ -160,6 +169,9 @@ pub(crate) fn print(f: &Figures, t: &Table, other_cpu: Option<f64>, started: Ins
     );
     println!();
     t.print();
+    if let Some(line) = peers::not_measured(&f.peers) {
+        println!("{line}");
+    }
     if let Some(p) = other_cpu {
         println!(
             "other processes used {p:.1} % of the machine's CPU during the run{}",

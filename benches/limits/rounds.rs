@@ -3,8 +3,10 @@
 //! machine load during the run moves both alike.
 //!
 //! Latency: `ROUNDS` rounds, each of raw acquire/release, library
-//! uncontended, library reentrant, raw publish, raw handoff and library warm
-//! handoff, `samples / ROUNDS` samples apiece. Throughput: `THROUGHPUT_ROUNDS`
+//! uncontended, library reentrant, raw publish, raw (ideal client) handoff,
+//! library warm handoff on one client and across two clients (all three
+//! handoffs with the waiter idle `WARM_PARK`, 1 ms), `samples / ROUNDS`
+//! samples apiece. (The same handoffs with the waiter idle 20 ms: `idle`.) Throughput: `THROUGHPUT_ROUNDS`
 //! rounds of raw threads then library threads.
 
 use std::time::Duration;
@@ -12,6 +14,7 @@ use std::time::Duration;
 use redhold::Client;
 
 use crate::contention::{RAW_THREADS, THROUGHPUT_SECS};
+use crate::handoff::WARM_PARK;
 use crate::server::{raw_conn, with_server_stats, EvalshaStats};
 use crate::stats::p50;
 use crate::{contention, handoff, raw, uncontended};
@@ -34,6 +37,8 @@ pub(crate) struct Latencies {
     pub(crate) lib_re: Vec<Duration>,
     pub(crate) lib_warm: Vec<Duration>,
     pub(crate) lib_warm_drop: Vec<Duration>,
+    /// Warm handoff with the waiter on a second client.
+    pub(crate) lib_cross: Vec<Duration>,
     /// Server-side EVALSHA calls and time during the raw acquire/release.
     pub(crate) raw_server: EvalshaStats,
     /// The same during the library's uncontended `lock()` + drop.
@@ -58,13 +63,20 @@ pub(crate) struct Throughput {
     pub(crate) lib_pairs_s: f64,
 }
 
-pub(crate) fn latency(url: &str, client: &Client, prefix: &str, samples: usize) -> Latencies {
+/// `other` is a second client, the waiter's in the cross-client handoff.
+pub(crate) fn latency(
+    url: &str,
+    client: &Client,
+    other: &Client,
+    prefix: &str,
+    samples: usize,
+) -> Latencies {
     let mut stats_con = raw_conn(url);
     let mut l = Latencies::default();
     let per_round = samples.div_ceil(ROUNDS);
     eprintln!(
         "latency: {ROUNDS} rounds x {per_round} samples of raw acquire/release, lib uncontended, \
-         lib reentrant, raw publish, raw handoff, lib warm handoff"
+         lib reentrant, raw publish, raw handoff, lib warm handoff (same client, cross client)"
     );
     for round in 0..ROUNDS {
         eprint!("  round {}/{ROUNDS}\r", round + 1);
@@ -86,12 +98,16 @@ pub(crate) fn latency(url: &str, client: &Client, prefix: &str, samples: usize) 
             .extend(uncontended::reentrant(client, prefix, per_round));
         l.raw_pub
             .extend(raw::publish_delivery(url, prefix, per_round));
-        let (h, r) = raw::handoff_direct(url, prefix, per_round);
+        let (h, r) = raw::handoff_direct(url, prefix, per_round, WARM_PARK);
         l.raw_handoff.extend(h);
         l.raw_handoff_rel.extend(r);
-        let (h, d) = handoff::warm(client, prefix, per_round);
+        let name = format!("{prefix}:lib:warm");
+        let (h, d) = handoff::warm(client, client, &name, per_round, WARM_PARK);
         l.lib_warm.extend(h);
         l.lib_warm_drop.extend(d);
+        let name = format!("{prefix}:lib:cross");
+        let (h, _) = handoff::warm(client, other, &name, per_round, WARM_PARK);
+        l.lib_cross.extend(h);
     }
     eprintln!();
     l

@@ -105,6 +105,23 @@ impl Table {
             true,
         );
     }
+    /// A row with every column given that does not count towards the
+    /// met/total tally.
+    pub(crate) fn info_cols(&mut self, op: &str, lib: &str, raw: &str, ratio: &str, note: &str) {
+        self.push(
+            [
+                op.to_string(),
+                lib.to_string(),
+                raw.to_string(),
+                ratio.to_string(),
+                note.into(),
+                "-".into(),
+                String::new(),
+            ],
+            true,
+            false,
+        );
+    }
     /// A row that does not count towards the met/total tally.
     pub(crate) fn info_row(&mut self, op: &str, lib: &str, note: &str) {
         self.push(

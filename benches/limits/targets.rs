@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
+use crate::idle;
+use crate::peers;
 use crate::report::Figures;
+use crate::share;
 use crate::stats::{p50, p99, ratio};
 use crate::table::Table;
 
@@ -49,6 +52,7 @@ pub(crate) fn table(f: &Figures) -> Table {
         "info",
         true,
     );
+    idle::rows(&mut t, lat, &f.long_idle);
     t.lat_row(
         "cold handoff: release->acquired",
         &cold.release_to_acquired,
@@ -88,6 +92,7 @@ pub(crate) fn table(f: &Figures) -> Table {
         ">= 0.5/bound",
         fair.handoffs_per_s >= handoff_target_per_s,
     );
+    share::rows(&mut t, &f.share);
     t.plain_row(
         "64 parked threads: CPU % of core",
         &format!("{parked_pct:.2} %"),
@@ -135,5 +140,6 @@ pub(crate) fn table(f: &Figures) -> Table {
         "< 8 MiB",
         wd.rss_delta_mib() < 8.0,
     );
+    peers::rows(&mut t, &f.peers);
     t
 }
