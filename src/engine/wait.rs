@@ -14,6 +14,10 @@ use crate::kind::Attempt;
 use crate::pubsub::{Offer, Wake};
 use crate::stats::Counters;
 
+/// How an acquire call ends: the hold and its grant, `None` when the wait
+/// ran out, or an error.
+type Acquired<G> = Result<Option<(Hold, G)>>;
+
 impl<K: KindOps> Call<'_, K> {
     /// A first attempt, unless a local waiter is being handed the lock (then
     /// this thread queues behind it instead of racing it: threads of one
@@ -78,16 +82,10 @@ impl<K: KindOps> Call<'_, K> {
                 let _parked = engine.counters.parked();
                 subscription.park(grace, interrupt, offer.clone())
             };
-            match woke {
-                Wake::Interrupted => return Err(self.interrupted()),
-                Wake::HandedOver(at) => {
-                    if let Some(taken) = self.handed_over(at) {
-                        return Ok(Some(taken));
-                    }
-                    handed_wake_up = true;
-                }
-                woke => handed_wake_up = woke == Wake::Notified,
+            if let Some(end) = self.park_ended_call(woke) {
+                return end;
             }
+            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver(_));
         }
         loop {
             if interrupt.is_some_and(Interrupt::is_triggered) {
@@ -140,16 +138,21 @@ impl<K: KindOps> Call<'_, K> {
                     None => Wake::TimedOut,
                 }
             };
-            match woke {
-                Wake::Interrupted => return Err(self.interrupted()),
-                Wake::HandedOver(at) => {
-                    if let Some(taken) = self.handed_over(at) {
-                        return Ok(Some(taken));
-                    }
-                    handed_wake_up = true;
-                }
-                woke => handed_wake_up = woke == Wake::Notified,
+            if let Some(end) = self.park_ended_call(woke) {
+                return end;
             }
+            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver(_));
+        }
+    }
+
+    /// How a park that ended with `woke` ends the call, if it does: an
+    /// interrupt, or the lock handed over by a local release. `None`: try
+    /// the lock again (after a wake-up handed to this waiter, or not).
+    fn park_ended_call(&self, woke: Wake) -> Option<Acquired<K::Grant>> {
+        match woke {
+            Wake::Interrupted => Some(Err(self.interrupted())),
+            Wake::HandedOver(at) => self.handed_over(at).map(|taken| Ok(Some(taken))),
+            Wake::Notified | Wake::TimedOut => None,
         }
     }
 
