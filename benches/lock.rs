@@ -19,7 +19,7 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{run_prefix, BenchServer};
+use common::{run_prefix, take_release_instant, BenchServer};
 use criterion::{Criterion, Throughput};
 use redhold::Client;
 
@@ -114,11 +114,7 @@ fn warm_handoff(c: &mut Criterion, client: &Client, prefix: &str) {
             while go_rx.recv().unwrap() {
                 let guard = lock.lock().expect("waiter lock()");
                 let now = Instant::now();
-                let t0 = released_at
-                    .lock()
-                    .unwrap()
-                    .take()
-                    .expect("waiter acquired while the holder still held the lock");
+                let t0 = take_release_instant(&released_at);
                 drop(guard);
                 done_tx.send(now - t0).unwrap();
             }

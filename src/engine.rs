@@ -30,8 +30,10 @@ use crate::waiting::Waiting;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
-/// thread coming straight back for it (barging). A hand-off takes well under
-/// a millisecond; the grace only bounds the cost when the wake-up is lost.
+/// thread coming straight back for it (barging), or after a local release
+/// handed the lock to one of them directly (the newcomer would only find it
+/// held, so it parks behind them). A hand-off takes well under a
+/// millisecond; the grace only bounds the cost when the wake-up is lost.
 const HANDOFF_GRACE: Duration = Duration::from_millis(50);
 
 /// The most holds counted twice given back after one acquire: each costs a

@@ -200,3 +200,13 @@ pub(crate) fn run_prefix(bench: &str) -> String {
         .unwrap_or(0);
     format!("redhold-bench:{bench}:{}:{nanos:x}", std::process::id())
 }
+
+/// The instant the holder stored just before releasing, taken by the waiter
+/// that now holds the lock. Panics if the slot is empty: the waiter got the
+/// lock while the holder still held it.
+pub(crate) fn take_release_instant(slot: &std::sync::Mutex<Option<Instant>>) -> Instant {
+    slot.lock()
+        .unwrap()
+        .take()
+        .expect("waiter acquired while the holder still held the lock")
+}

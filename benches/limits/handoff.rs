@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use redhold::Client;
 
+use crate::common::take_release_instant;
 use crate::raw_lua::channel_of;
 use crate::server::raw_conn;
 
@@ -49,11 +50,7 @@ pub(crate) fn warm(
             while go_rx.recv().unwrap() {
                 let g = lock.lock().expect("waiter lock()");
                 let now = Instant::now();
-                let t0 = released_at
-                    .lock()
-                    .unwrap()
-                    .take()
-                    .expect("waiter acquired while the holder still held the lock");
+                let t0 = take_release_instant(&released_at);
                 drop(g);
                 done_tx.send(now - t0).unwrap();
             }
@@ -108,11 +105,7 @@ pub(crate) fn cold(client: &Client, url: &str, prefix: &str, samples: usize) -> 
                 let called = Instant::now();
                 let g = lock.lock().expect("waiter lock()");
                 let now = Instant::now();
-                let t0 = released_at
-                    .lock()
-                    .unwrap()
-                    .take()
-                    .expect("waiter acquired while the holder still held the lock");
+                let t0 = take_release_instant(&released_at);
                 drop(g);
                 done_tx.send((now - t0, now - called)).unwrap();
             }
