@@ -22,7 +22,9 @@ pub(crate) struct Reserved {
 }
 
 impl Reserved {
+    /// Reserves `waiter` and wakes it to spin for the outcome.
     pub(super) fn new(channel: Arc<Channel>, waiter: Arc<Waiter>, offer: Offer) -> Reserved {
+        waiter.wake_to_spin();
         Reserved {
             channel,
             waiter,

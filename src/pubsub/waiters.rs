@@ -11,6 +11,12 @@
 //! (it holds the lock) or `NOTIFIED` (the hand-over did not happen). A
 //! reserved waiter waits for the outcome whatever its deadline or
 //! interrupt say: the lock may be its own already.
+//!
+//! A reserved waiter is woken at once, before the release script is even
+//! sent, and spins (for at most [`RESERVED_SPIN`]) until the release
+//! settles it: so its wake-up overlaps the release's round trip instead of
+//! following it. The futex wake of a thread whose core sleeps costs tens of
+//! microseconds, a good part of a loopback round trip.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -25,6 +31,12 @@ const WAITING: u8 = 0;
 const NOTIFIED: u8 = 1;
 const RESERVED: u8 = 2;
 const HANDED: u8 = 3;
+
+/// How long a reserved waiter spins for its outcome before it parks again:
+/// a release round trip on a loaded machine. Past it the release is slow
+/// anyway (a retry, a stalled server), and the settlement's unpark wakes
+/// the parked thread.
+const RESERVED_SPIN: Duration = Duration::from_micros(500);
 
 /// Why a parked waiter stopped waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +70,7 @@ impl Waiter {
     /// `deadline` passes (never, when `None`) or `interrupt` is triggered.
     pub(super) fn sleep(&self, deadline: Option<Instant>, interrupt: Option<&Interrupt>) -> Wake {
         let _registered = interrupt.map(Interrupt::register);
+        let mut spin_until = None;
         loop {
             match self.state.load(Ordering::Acquire) {
                 NOTIFIED => return Wake::Notified,
@@ -72,7 +85,10 @@ impl Waiter {
                 RESERVED => {
                     // The release that reserved us settles it within its
                     // call; until then the lock may already be ours.
-                    thread::park();
+                    let until = *spin_until.get_or_insert_with(|| Instant::now() + RESERVED_SPIN);
+                    if !self.spin_while_reserved(until) {
+                        thread::park();
+                    }
                     continue;
                 }
                 _ => {}
@@ -91,6 +107,31 @@ impl Waiter {
                 None => thread::park(),
             }
         }
+    }
+
+    /// Spins until the reservation is settled or `until` passes; whether
+    /// it was settled. Yields now and then, so that on a machine with few
+    /// cores the releasing thread and the server still get to run.
+    fn spin_while_reserved(&self, until: Instant) -> bool {
+        let mut spins = 0u32;
+        while self.state.load(Ordering::Acquire) == RESERVED {
+            spins = spins.wrapping_add(1);
+            if spins % 64 == 0 {
+                if Instant::now() >= until {
+                    return false;
+                }
+                thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        true
+    }
+
+    /// Wakes a reserved waiter to spin for its outcome (see the module
+    /// doc), so that it is running by the time the release's reply comes.
+    pub(super) fn wake_to_spin(&self) {
+        self.thread.unpark();
     }
 
     fn notify(&self) {
