@@ -6,34 +6,49 @@
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] latch TTL in ms,
 -- ARGV[4] the publish command ("publish", or "spublish" on a cluster),
--- ARGV[5] (optional) the successor's field, ARGV[6] its lease in ms
+-- ARGV[5] "first" on a request's first attempt, "retry" on a later one,
+-- ARGV[6] (optional) the successor's field, ARGV[7] its lease in ms
 -- Reply: nil when the field does not hold the lock, 0 when holds remain,
 -- 1 when the lock was freed and the release announced, 2 when it was
--- handed to the successor (nothing announced: the lock is still held).
-local replayed = redis.call('get', KEYS[3])
-if replayed then
-    -- A retry of a release that already ran: answer as the first time.
-    return tonumber(replayed)
+-- handed to the successor (nothing announced: the lock is still held),
+-- 3 when a retry finds the field gone: an earlier attempt of this request
+-- may have freed it (its reply lost), or the hold was lost before.
+--
+-- Only a reply 0 is latched: a retry of a release that freed the lock
+-- finds the field gone and must not count as a second release, which reply
+-- 3 tells the caller. A first attempt has no latch to read.
+local retry = ARGV[5] == 'retry'
+if retry then
+    local replayed = redis.call('get', KEYS[3])
+    if replayed then
+        -- A retry of a release that already ran: answer as the first time.
+        return tonumber(replayed)
+    end
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 or redis.call('hexists', KEYS[1], 'mode') == 1 then
+if redis.call('hexists', KEYS[1], 'mode') == 1 then
+    -- A read-write lock: no plain hold of ours.
     return nil
 end
-local reply
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    if retry then
+        return 3
+    end
+    return nil
+end
 if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     -- Holds remain: the TTL stays what they were taken (or renewed) with.
     -- Setting it to this hold's lease could cut another hold short.
-    reply = 0
-elseif ARGV[5] and redis.call('hlen', KEYS[1]) == 1 then
+    redis.call('set', KEYS[3], 0, 'px', ARGV[3])
+    return 0
+end
+if ARGV[6] and redis.call('hlen', KEYS[1]) == 1 then
     -- Only our spent field is left: the successor takes the lock as its
     -- own acquire would have, one hold and its lease.
     redis.call('hdel', KEYS[1], ARGV[2])
-    redis.call('hset', KEYS[1], ARGV[5], 1)
-    redis.call('pexpire', KEYS[1], ARGV[6])
-    reply = 2
-else
-    redis.call('del', KEYS[1])
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
-    reply = 1
+    redis.call('hset', KEYS[1], ARGV[6], 1)
+    redis.call('pexpire', KEYS[1], ARGV[7])
+    return 2
 end
-redis.call('set', KEYS[3], reply, 'px', ARGV[3])
-return reply
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+return 1

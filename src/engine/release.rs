@@ -6,7 +6,7 @@ use super::{target, Engine, LockRef, HANDOFF_GRACE};
 use crate::error::{Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
-use crate::kind::{Successor, HANDED_OVER};
+use crate::kind::{Successor, GONE_ON_RETRY, HANDED_OVER};
 use crate::names;
 use crate::pubsub::Reserved;
 use crate::renewals::Which;
@@ -54,8 +54,16 @@ impl Engine {
                 }
                 Ok(())
             }
+            // A retry found our field gone. Had holds remained, the first
+            // attempt's reply 0 would have been latched and replayed: the
+            // hold is lost, as with nil below. Otherwise the first attempt
+            // most likely freed the lock and its reply was lost.
+            Some(GONE_ON_RETRY) if hold.record.is_live() => {
+                self.renewals.mark_lost(&hold.record);
+                Err(lost(lock.name))
+            }
             Some(freed) => {
-                if freed == 1 {
+                if freed == 1 || freed == GONE_ON_RETRY {
                     if let Some(channel) = lock.kind.shared_channel() {
                         self.pubsub.released(channel, HANDOFF_GRACE);
                     }

@@ -32,6 +32,7 @@ pub(super) fn release(
     successor: Option<Successor<'_>>,
 ) -> Result<Option<i64>> {
     let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
+    let mut attempt = "first";
     at.server.run_write(
         at.name,
         |conn| {
@@ -42,7 +43,10 @@ pub(super) fn release(
                 .arg(scripts::WAKE_ONE)
                 .arg(field)
                 .arg(latch_ttl_ms)
-                .arg(at.server.publish_command());
+                .arg(at.server.publish_command())
+                .arg(attempt);
+            // Any later attempt may follow one that ran and lost its reply.
+            attempt = "retry";
             if let Some(successor) = successor {
                 call.arg(successor.field).arg(successor.lease_ms);
             }

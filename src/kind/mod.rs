@@ -45,7 +45,7 @@ pub trait LockKind: sealed::KindOps {}
 
 impl<K: sealed::KindOps> LockKind for K {}
 
-pub(crate) use sealed::{wrong_kind, Attempt, Successor, Target, HANDED_OVER};
+pub(crate) use sealed::{wrong_kind, Attempt, Successor, Target, GONE_ON_RETRY, HANDED_OVER};
 
 pub(crate) mod sealed {
     //! The operations behind [`LockKind`](super::LockKind), out of users' reach.
@@ -73,6 +73,12 @@ pub(crate) mod sealed {
 
     /// A release's reply when it handed the lock to its [`Successor`].
     pub const HANDED_OVER: i64 = 2;
+
+    /// A plain release's reply when a retry finds the caller's field gone:
+    /// an earlier attempt of the same request may have freed the lock (its
+    /// reply lost; only a release that leaves holds is latched), or the
+    /// hold was lost before. Either way the caller holds nothing now.
+    pub const GONE_ON_RETRY: i64 = 3;
 
     /// A parked thread of the releasing client that a release may hand the
     /// lock to directly, when it frees it (see [`KindOps::release_to`]).

@@ -147,3 +147,42 @@ fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
     first.unlock().expect("releasing the last hold");
     assert!(!lock.is_locked().expect("is_locked"));
 }
+
+#[test]
+fn a_retried_release_that_freed_the_lock_succeeds() {
+    let server = debuggable_server();
+    let client = client(&server, 10);
+    let lock = client.lock("stalled-last-release");
+    let lease = Duration::from_secs(60);
+    lock.lock_with_lease(lease)
+        .and_then(|g| g.unlock())
+        .expect("warm-up");
+
+    let only = lock.lock_with_lease(lease).expect("the only hold");
+    let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
+
+    // As above, but the release frees the lock: only a release that leaves
+    // holds is latched, so the retry finds the field gone and must still
+    // count as this release succeeding, not as a lost lock.
+    let stall_for = Duration::from_millis(1500);
+    let staller = stall(&server, stall_for);
+    let released = only.unlock();
+    staller.join_within(PROMPTLY);
+    released.expect("the release succeeds once the server is awake");
+
+    let stats: String = server.cmd(&["INFO", "commandstats"]);
+    let runs = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(
+        runs >= 2,
+        "the release script ran {runs} time(s): the test did not force a lost reply \
+         and a retry\n{stats}"
+    );
+    assert!(!lock.is_locked().expect("is_locked"));
+    let latches: Vec<String> = server.cmd(&["KEYS", "redisson_unlock_latch:*"]);
+    assert!(latches.is_empty(), "a freeing release left a latch: {latches:?}");
+}
