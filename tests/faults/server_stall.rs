@@ -184,5 +184,8 @@ fn a_retried_release_that_freed_the_lock_succeeds() {
     );
     assert!(!lock.is_locked().expect("is_locked"));
     let latches: Vec<String> = server.cmd(&["KEYS", "redisson_unlock_latch:*"]);
-    assert!(latches.is_empty(), "a freeing release left a latch: {latches:?}");
+    assert!(
+        latches.is_empty(),
+        "a freeing release left a latch: {latches:?}"
+    );
 }
