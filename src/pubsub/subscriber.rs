@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::ahead;
 use super::channel::Channel;
 use super::registry::Registry;
 use crate::server::resp::Frame;
@@ -72,13 +73,19 @@ impl Subscriber {
     }
 
     /// Waits for the next frame, at most one read timeout (the router's
-    /// tick), and acts on what concerns the waiters.
-    pub(super) fn next(&mut self, registry: &Registry, link: &Link) -> Event {
+    /// tick), and acts on what concerns the waiters (sending a woken
+    /// waiter's acquire ahead with `ahead`).
+    pub(super) fn next(
+        &mut self,
+        registry: &Registry,
+        link: &Link,
+        ahead: ahead::Sender<'_>,
+    ) -> Event {
         match self.reader.next() {
             Ok(Some(frame)) => {
                 self.last_read = Instant::now();
                 self.ping_sent = None;
-                dispatch(registry, link, frame)
+                dispatch(registry, link, ahead, frame)
             }
             Ok(None) => match self.ping_sent {
                 Some(sent) if sent.elapsed() > self.response_timeout => {
@@ -100,7 +107,7 @@ impl Subscriber {
 
 /// Acts on one frame from the server. Unknown frames and payloads are logged
 /// and ignored: nothing a peer publishes can stop the thread.
-fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
+fn dispatch(registry: &Registry, link: &Link, ahead: ahead::Sender<'_>, frame: Frame) -> Event {
     let items = match frame {
         Frame::Array(Some(items)) => items,
         Frame::Error(e) if e.starts_with(b"MOVED") => {
@@ -132,7 +139,7 @@ fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
         b"message" | b"smessage" => {
             match items.get(2) {
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"0" => {
-                    channel.wake_one()
+                    ahead::wake_one(&channel, ahead)
                 }
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"1" => {
                     channel.wake_all()

@@ -182,7 +182,12 @@ impl Pool {
         self.connect(left)
     }
 
-    fn checkin(&self, conn: Conn) {
+    /// An idle connection, if one is; never opens one.
+    pub(super) fn take_idle(&self) -> Option<Conn> {
+        self.idle.lock().pop()
+    }
+
+    pub(super) fn checkin(&self, conn: Conn) {
         let mut idle = self.idle.lock();
         if idle.len() < self.config.max_idle_connections {
             idle.push(conn);
