@@ -34,11 +34,6 @@ pub struct Stats {
     /// Locks a release of this client handed straight to a parked thread of
     /// this client, in the same script and without announcing them.
     pub direct_handoffs: u64,
-    /// Acquires this client's subscriber thread sent for a parked thread
-    /// of this client as it woke it on a release's message, so that the
-    /// thread's wake-up overlaps the round trip. Each one that got the lock
-    /// also counts in `local_handoffs`.
-    pub acquires_ahead: u64,
 }
 
 /// The running totals behind [`Stats`], shared by the parts that count.
@@ -50,7 +45,6 @@ pub(crate) struct Counters {
     pub(crate) pubsub_reconnects: AtomicU64,
     pub(crate) local_handoffs: AtomicU64,
     pub(crate) direct_handoffs: AtomicU64,
-    pub(crate) acquires_ahead: AtomicU64,
 }
 
 impl Counters {
@@ -76,7 +70,6 @@ impl Counters {
             pubsub_reconnects: self.pubsub_reconnects.load(Ordering::Relaxed),
             local_handoffs: self.local_handoffs.load(Ordering::Relaxed),
             direct_handoffs: self.direct_handoffs.load(Ordering::Relaxed),
-            acquires_ahead: self.acquires_ahead.load(Ordering::Relaxed),
         }
     }
 }

@@ -3,7 +3,6 @@
 //! repeat. A waiter never sleeps longer than the TTL, so a lost message
 //! costs time, never safety.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Call, HANDOFF_GRACE};
@@ -13,23 +12,11 @@ use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
 use crate::kind::Attempt;
 use crate::pubsub::{Offer, Wake};
-use crate::server::InFlight;
 use crate::stats::Counters;
 
 /// How an acquire call ends: the hold and its grant, `None` when the wait
 /// ran out, or an error.
 type Acquired<G> = Result<Option<(Hold, G)>>;
-
-/// What the waiting loop does after a park.
-enum AfterPark<G> {
-    /// The call ends: interrupted, or the lock was handed over.
-    End(Acquired<G>),
-    /// Try the lock again.
-    Try,
-    /// The subscriber sent this waiter's acquire at the instant given: its
-    /// reply is the next attempt.
-    Read(InFlight, Instant),
-}
 
 impl<K: KindOps> Call<'_, K> {
     /// A first attempt, unless a local waiter is being handed the lock (then
@@ -79,23 +66,11 @@ impl<K: KindOps> Call<'_, K> {
         let offer = self.lock.kind.handover_grant().map(|_| Offer {
             field: self.field.clone(),
             lease_ms: self.lease_ms,
-            acquire_ahead: engine
-                .server
-                .may_send_ahead()
-                .then(|| {
-                    self.lock
-                        .kind
-                        .acquire_ahead(self.target(), self.lease_ms, &self.field)
-                })
-                .flatten()
-                .map(Arc::from),
         });
         let mut failures = 0u32;
         // Whether the last park ended with a wake-up handed to this waiter:
         // leaving without trying the lock must pass it on to the next one.
         let mut handed_wake_up = false;
-        // An acquire the subscriber sent for this waiter, to read next.
-        let mut sent = None;
         let pass_on = |handed: bool| {
             if let (true, Some(subscription)) = (handed, &subscription) {
                 subscription.pass_on();
@@ -107,26 +82,18 @@ impl<K: KindOps> Call<'_, K> {
                 let _parked = engine.counters.parked();
                 subscription.park(grace, interrupt, offer.clone())
             };
-            handed_wake_up = woke.was_handed();
-            match self.after_park(woke) {
-                AfterPark::End(end) => return end,
-                AfterPark::Try => {}
-                AfterPark::Read(in_flight, at) => sent = Some((in_flight, at)),
+            if let Some(end) = self.park_ended_call(woke) {
+                return end;
             }
+            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver(_));
         }
         loop {
-            let (started, attempt) = match sent.take() {
-                // The acquire ran already: its reply is this attempt, and
-                // an interrupt must not leave a lock it took behind.
-                Some((in_flight, at)) => (at, self.read_ahead(in_flight)),
-                None => {
-                    if interrupt.is_some_and(Interrupt::is_triggered) {
-                        pass_on(handed_wake_up);
-                        return Err(self.interrupted());
-                    }
-                    (Instant::now(), self.try_acquire(true))
-                }
-            };
+            if interrupt.is_some_and(Interrupt::is_triggered) {
+                pass_on(handed_wake_up);
+                return Err(self.interrupted());
+            }
+            let started = Instant::now();
+            let attempt = self.try_acquire(true);
             if attempt.is_err() {
                 pass_on(handed_wake_up);
             }
@@ -171,45 +138,21 @@ impl<K: KindOps> Call<'_, K> {
                     None => Wake::TimedOut,
                 }
             };
-            handed_wake_up = woke.was_handed();
-            match self.after_park(woke) {
-                AfterPark::End(end) => return end,
-                AfterPark::Try => {}
-                AfterPark::Read(in_flight, at) => sent = Some((in_flight, at)),
+            if let Some(end) = self.park_ended_call(woke) {
+                return end;
             }
+            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver(_));
         }
     }
 
-    /// What a park that ended with `woke` leaves to do: end the call (an
-    /// interrupt, or the lock handed over by a local release), read the
-    /// reply of the acquire the subscriber sent, or try the lock again.
-    fn after_park(&self, woke: Wake) -> AfterPark<K::Grant> {
+    /// How a park that ended with `woke` ends the call, if it does: an
+    /// interrupt, or the lock handed over by a local release. `None`: try
+    /// the lock again (after a wake-up handed to this waiter, or not).
+    fn park_ended_call(&self, woke: Wake) -> Option<Acquired<K::Grant>> {
         match woke {
-            Wake::Interrupted => AfterPark::End(Err(self.interrupted())),
-            Wake::HandedOver(at) => match self.handed_over(at) {
-                Some(taken) => AfterPark::End(Ok(Some(taken))),
-                None => AfterPark::Try,
-            },
-            Wake::Sent(in_flight, at) => AfterPark::Read(in_flight, at),
-            Wake::Notified | Wake::TimedOut => AfterPark::Try,
-        }
-    }
-
-    /// Reads the reply of the acquire the subscriber sent for this waiter.
-    /// When that fails (a lost connection, a flushed script) the waiter
-    /// tries itself: had the first one taken the lock, this one re-enters
-    /// and the extra hold is given back (see `hold`).
-    fn read_ahead(&self, in_flight: InFlight) -> Result<Attempt<K::Grant>> {
-        let reply = in_flight
-            .finish(self.engine.server().pool())
-            .map_err(crate::error::Error::Redis)
-            .and_then(|reply| self.lock.kind.ahead_reply(self.lock.name, reply));
-        match reply {
-            Ok(attempt) => Ok(attempt),
-            Err(e) => {
-                log::debug!("redhold: an acquire sent ahead failed ({e}); trying again");
-                self.try_acquire(true)
-            }
+            Wake::Interrupted => Some(Err(self.interrupted())),
+            Wake::HandedOver(at) => self.handed_over(at).map(|taken| Ok(Some(taken))),
+            Wake::Notified | Wake::TimedOut => None,
         }
     }
 

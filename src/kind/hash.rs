@@ -22,18 +22,6 @@ pub(super) fn acquire(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Vec<
     )
 }
 
-/// `lua/acquire.lua` as one packed EVALSHA, for another thread to send
-/// (see `server/in_flight.rs`); its reply reads like [`acquire`]'s.
-pub(super) fn packed_acquire(at: Target<'_>, lease_ms: u64, field: &str) -> Vec<u8> {
-    redis::cmd("EVALSHA")
-        .arg(scripts::ACQUIRE.get_hash())
-        .arg(1)
-        .arg(at.name)
-        .arg(lease_ms)
-        .arg(field)
-        .get_packed_command()
-}
-
 /// `lua/release.lua` with the unlock latch, handing a freed lock to
 /// `successor` when there is one.
 pub(super) fn release(

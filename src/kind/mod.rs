@@ -235,22 +235,6 @@ pub(crate) mod sealed {
             self.release(at, field, request_id)
         }
 
-        /// The acquire of `field` as one packed command that another thread
-        /// may send on this thread's behalf (the subscriber thread, as it
-        /// wakes this waiter), its reply read by
-        /// [`ahead_reply`](Self::ahead_reply); `None` when the kind's
-        /// acquire is more than one script call (the default).
-        fn acquire_ahead(&self, _at: Target<'_>, _lease_ms: u64, _field: &str) -> Option<Vec<u8>> {
-            None
-        }
-
-        /// Reads the reply of an [`acquire_ahead`](Self::acquire_ahead)
-        /// request.
-        fn ahead_reply(&self, name: &str, reply: redis::Value) -> Result<Attempt<Self::Grant>> {
-            let _ = reply;
-            Err(unexpected_reply(name, &[]))
-        }
-
         /// Deletes the lock whoever holds it and wakes waiters.
         fn force_release(&self, at: Target<'_>) -> Result<bool>;
 

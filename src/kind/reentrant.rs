@@ -57,15 +57,6 @@ impl KindOps for Reentrant {
         hash::release(at, &self.channel, field, request_id, Some(successor))
     }
 
-    fn acquire_ahead(&self, at: Target<'_>, lease_ms: u64, field: &str) -> Option<Vec<u8>> {
-        Some(hash::packed_acquire(at, lease_ms, field))
-    }
-
-    fn ahead_reply(&self, name: &str, reply: redis::Value) -> Result<Attempt<()>> {
-        let reply: Vec<i64> = redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
-        Attempt::from_reply(name, &reply)
-    }
-
     fn force_release(&self, at: Target<'_>) -> Result<bool> {
         hash::force_release(at, &self.channel)
     }

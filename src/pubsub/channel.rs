@@ -346,11 +346,6 @@ impl Channel {
         self.state.lock().waiters.wake_one();
     }
 
-    /// See [`Waiters::wake_one_ahead`].
-    pub(super) fn wake_one_ahead(&self) -> Option<(Arc<Waiter>, Arc<[u8]>)> {
-        self.state.lock().waiters.wake_one_ahead()
-    }
-
     /// Wakes every waiter, parked or about to park.
     pub(crate) fn wake_all(&self) {
         self.state.lock().waiters.wake_all();
@@ -375,12 +370,14 @@ impl Channel {
             st.waiters.enqueue(offer)
         };
         let outcome = waiter.sleep(deadline, interrupt);
-        if outcome.was_handed() || self.state.lock().waiters.dequeue(&waiter) {
+        if matches!(outcome, Wake::Notified | Wake::HandedOver(_))
+            || self.state.lock().waiters.dequeue(&waiter)
+        {
             return outcome;
         }
-        // Handed a wake-up, or reserved for a hand-over or an acquire sent
-        // ahead, just as we gave up: take what comes, so that no wake-up is
-        // lost and a lock handed to us (or taken for us) is known to be ours.
+        // Handed a wake-up, or reserved for a hand-over, just as we gave up:
+        // take what comes, so that no wake-up is lost and a lock handed to
+        // us is known to be ours.
         waiter.sleep(None, None)
     }
 }

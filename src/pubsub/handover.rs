@@ -26,14 +26,11 @@ pub(super) const MAX_IN_A_ROW: u32 = 8;
 pub(super) const MAX_RUN: Duration = Duration::from_millis(10);
 
 /// What a release needs to hand a parked thread the lock: its holder field
-/// and the lease its own acquire would have set; and, when the subscriber
-/// thread may start its acquire for it (see `ahead.rs`), that acquire as
-/// one packed command.
+/// and the lease its own acquire would have set.
 #[derive(Debug, Clone)]
 pub(crate) struct Offer {
     pub(crate) field: Arc<str>,
     pub(crate) lease_ms: u64,
-    pub(crate) acquire_ahead: Option<Arc<[u8]>>,
 }
 
 /// The direct hand-overs on one channel since a release last announced it.

@@ -14,7 +14,6 @@
 //! with sharded pub/sub on a cluster, where it has one of each per node that
 //! owns a waited channel.
 
-mod ahead;
 mod channel;
 mod handover;
 mod links;

@@ -190,14 +190,11 @@ mod tests {
         let reg = Registry::default();
         let (ch, _) = joined(reg.join("ch"));
         ch.wake_one();
-        assert!(matches!(
-            ch.park(Duration::from_secs(5), None, None),
-            Wake::Notified
-        ));
-        assert!(matches!(
+        assert_eq!(ch.park(Duration::from_secs(5), None, None), Wake::Notified);
+        assert_eq!(
             ch.park(Duration::from_millis(10), None, None),
             Wake::TimedOut
-        ));
+        );
     }
 
     #[test]
@@ -213,7 +210,7 @@ mod tests {
             thread::yield_now();
         }
         ch.wake_one();
-        assert!(matches!(parked.join().unwrap(), Wake::Notified));
+        assert_eq!(parked.join().unwrap(), Wake::Notified);
     }
 
     #[test]
@@ -228,10 +225,10 @@ mod tests {
                 stop.trigger();
             })
         };
-        assert!(matches!(
+        assert_eq!(
             ch.park(Duration::from_secs(10), Some(&stop), None),
             Wake::Interrupted
-        ));
+        );
         trigger.join().unwrap();
         assert_eq!(ch.parked_now(), 0);
     }
@@ -341,10 +338,7 @@ mod tests {
         // The confirmation, when it comes, wakes the waiter.
         ch.assign(&link);
         ch.confirm();
-        assert!(matches!(
-            ch.park(Duration::from_secs(5), None, None),
-            Wake::Notified
-        ));
+        assert_eq!(ch.park(Duration::from_secs(5), None, None), Wake::Notified);
     }
 
     /// Issue 5: a channel whose SUBSCRIBE never went out (its connection
@@ -370,7 +364,7 @@ mod tests {
         ch.confirm();
         assert!(ch.wait_subscribed(Duration::MAX));
         ch.wake_one();
-        assert!(matches!(ch.park(Duration::MAX, None, None), Wake::Notified));
+        assert_eq!(ch.park(Duration::MAX, None, None), Wake::Notified);
     }
 
     /// Issue 10: shutting down ends a wait for a confirmation at once, not

@@ -26,7 +26,6 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redis::{ConnectionInfo, RedisResult};
 
-use super::ahead;
 use super::channel::Channel;
 use super::links::{Router, Shared, MAX_BACKOFF, MIN_BACKOFF};
 use super::subscriber::{Event, Link, Subscriber};
@@ -93,11 +92,7 @@ fn spawn_thread(
 fn serve(shared: &Arc<Shared>, link: &Arc<Link>, mut subscriber: Subscriber) {
     let mut last_housekeeping = Instant::now();
     while !shared.threads.is_stopping() {
-        let ahead = ahead::Sender {
-            server: &shared.server,
-            counters: &shared.counters,
-        };
-        match subscriber.next(&shared.registry, link, ahead) {
+        match subscriber.next(&shared.registry, link) {
             Event::Quiet => {}
             Event::Confirmed => confirmed(shared),
             Event::Moved => moved(shared),

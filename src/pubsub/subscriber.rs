@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ahead;
 use super::channel::Channel;
 use super::registry::Registry;
 use crate::server::resp::Frame;
@@ -73,19 +72,13 @@ impl Subscriber {
     }
 
     /// Waits for the next frame, at most one read timeout (the router's
-    /// tick), and acts on what concerns the waiters (sending a woken
-    /// waiter's acquire ahead with `ahead`).
-    pub(super) fn next(
-        &mut self,
-        registry: &Registry,
-        link: &Link,
-        ahead: ahead::Sender<'_>,
-    ) -> Event {
+    /// tick), and acts on what concerns the waiters.
+    pub(super) fn next(&mut self, registry: &Registry, link: &Link) -> Event {
         match self.reader.next() {
             Ok(Some(frame)) => {
                 self.last_read = Instant::now();
                 self.ping_sent = None;
-                dispatch(registry, link, ahead, frame)
+                dispatch(registry, link, frame)
             }
             Ok(None) => match self.ping_sent {
                 Some(sent) if sent.elapsed() > self.response_timeout => {
@@ -107,7 +100,7 @@ impl Subscriber {
 
 /// Acts on one frame from the server. Unknown frames and payloads are logged
 /// and ignored: nothing a peer publishes can stop the thread.
-fn dispatch(registry: &Registry, link: &Link, ahead: ahead::Sender<'_>, frame: Frame) -> Event {
+fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
     let items = match frame {
         Frame::Array(Some(items)) => items,
         Frame::Error(e) if e.starts_with(b"MOVED") => {
@@ -139,7 +132,7 @@ fn dispatch(registry: &Registry, link: &Link, ahead: ahead::Sender<'_>, frame: F
         b"message" | b"smessage" => {
             match items.get(2) {
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"0" => {
-                    ahead::wake_one(&channel, ahead)
+                    channel.wake_one()
                 }
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"1" => {
                     channel.wake_all()

@@ -8,10 +8,8 @@
 //!
 //! A parked waiter's life: `WAITING`, then `NOTIFIED` (try the lock), or
 //! `RESERVED` by a release that will hand it the lock and then `HANDED`
-//! (it holds the lock) or `NOTIFIED` (the hand-over did not happen), or
-//! `RESERVED` by the subscriber thread that sends its acquire ahead (see
-//! `ahead.rs`) and then `SENT` (read the reply) or `NOTIFIED` (nothing was
-//! sent). A reserved waiter waits for the outcome whatever its deadline or
+//! (it holds the lock) or `NOTIFIED` (the hand-over did not happen). A
+//! reserved waiter waits for the outcome whatever its deadline or
 //! interrupt say: the lock may be its own already.
 //!
 //! A reserved waiter is woken at once, before the release script is even
@@ -26,17 +24,13 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
 use super::handover::{Offer, Run};
 use crate::interrupt::Interrupt;
-use crate::server::InFlight;
 
 const WAITING: u8 = 0;
 const NOTIFIED: u8 = 1;
 const RESERVED: u8 = 2;
 const HANDED: u8 = 3;
-const SENT: u8 = 4;
 
 /// How long a reserved waiter spins for its outcome before it parks again:
 /// a release round trip on a loaded machine. Past it the release is slow
@@ -45,7 +39,7 @@ const SENT: u8 = 4;
 const RESERVED_SPIN: Duration = Duration::from_micros(500);
 
 /// Why a parked waiter stopped waiting.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
     /// A release was announced (or the connection was re-established): try
     /// the lock again.
@@ -57,17 +51,6 @@ pub(crate) enum Wake {
     /// A local release handed the lock to this waiter: it holds it now,
     /// with the lease its offer named, set no earlier than the instant given.
     HandedOver(Instant),
-    /// The subscriber thread sent this waiter's acquire (no earlier than
-    /// the instant given): read its reply, which is this waiter's attempt.
-    Sent(InFlight, Instant),
-}
-
-impl Wake {
-    /// Whether a wake-up was handed to this waiter (not a time-out or an
-    /// interrupt): leaving without using it must pass it on.
-    pub(crate) fn was_handed(&self) -> bool {
-        matches!(self, Wake::Notified | Wake::HandedOver(_) | Wake::Sent(..))
-    }
 }
 
 /// One parked thread.
@@ -78,11 +61,8 @@ pub(super) struct Waiter {
     state: AtomicU8,
     /// What a release needs to hand this waiter the lock, if it may.
     offer: Option<Offer>,
-    /// When a release (or the subscriber) reserved this waiter, before
-    /// its script was sent.
+    /// When a release reserved this waiter, before its script was sent.
     reserved_at: OnceLock<Instant>,
-    /// The acquire the subscriber sent for this waiter, once `SENT`.
-    sent: Mutex<Option<InFlight>>,
 }
 
 impl Waiter {
@@ -101,13 +81,6 @@ impl Waiter {
                         .reserved_at
                         .get()
                         .map_or(Wake::Notified, |at| Wake::HandedOver(*at))
-                }
-                SENT => {
-                    // Set before `SENT`, like `reserved_at` before `HANDED`.
-                    return match (self.sent.lock().take(), self.reserved_at.get()) {
-                        (Some(in_flight), Some(at)) => Wake::Sent(in_flight, *at),
-                        _ => Wake::Notified,
-                    };
                 }
                 RESERVED => {
                     // The release that reserved us settles it within its
@@ -163,14 +136,6 @@ impl Waiter {
 
     fn notify(&self) {
         self.state.store(NOTIFIED, Ordering::Release);
-        self.thread.unpark();
-    }
-
-    /// Settles a reservation by the subscriber: it sent this waiter's
-    /// acquire, whose reply the waiter reads.
-    pub(super) fn settle_sent(&self, in_flight: InFlight) {
-        *self.sent.lock() = Some(in_flight);
-        self.state.store(SENT, Ordering::Release);
         self.thread.unpark();
     }
 
@@ -251,7 +216,6 @@ impl Waiters {
             state: AtomicU8::new(WAITING),
             offer,
             reserved_at: OnceLock::new(),
-            sent: Mutex::new(None),
         });
         self.parked.push_back(Arc::clone(&waiter));
         waiter
@@ -277,25 +241,6 @@ impl Waiters {
         } else if self.permits < self.count {
             self.permits += 1;
         }
-    }
-
-    /// Like [`wake_one`](Self::wake_one), except that when the oldest
-    /// parked waiter offered an acquire to send ahead, it is reserved
-    /// instead and returned with that request: the caller sends it and
-    /// settles the waiter.
-    pub(super) fn wake_one_ahead(&mut self) -> Option<(Arc<Waiter>, Arc<[u8]>)> {
-        let request = self
-            .parked
-            .front()
-            .and_then(|w| w.offer.as_ref()?.acquire_ahead.clone());
-        let Some(request) = request else {
-            self.wake_one();
-            return None;
-        };
-        let waiter = self.parked.pop_front()?;
-        let _ = waiter.reserved_at.set(Instant::now());
-        waiter.state.store(RESERVED, Ordering::Release);
-        Some((waiter, request))
     }
 
     /// Wakes every waiter, parked or about to park.

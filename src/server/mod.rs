@@ -11,7 +11,6 @@
 //! its own.
 
 pub(crate) mod backend;
-mod in_flight;
 pub(crate) mod pool;
 pub(crate) mod resp;
 #[cfg(feature = "sentinel")]
@@ -31,7 +30,6 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-pub(crate) use in_flight::InFlight;
 use pool::Pool;
 use socket::{Reader, Stream, TlsConnector};
 
@@ -133,24 +131,6 @@ impl Server {
     ) -> Result<T> {
         self.check_process()?;
         self.pool.run(op)
-    }
-
-    /// Whether a request may be sent ahead on another thread's behalf
-    /// ([`send_ahead`](Self::send_ahead)): on a single server (or a
-    /// sentinel's master) that needs no replica acknowledgement.
-    pub(crate) fn may_send_ahead(&self) -> bool {
-        !self.is_cluster() && self.pool.replicas_wanted().is_none()
-    }
-
-    /// Sends `packed` on an idle command connection; another thread reads
-    /// the reply with [`InFlight::finish`] on [`pool`](Self::pool). `None`
-    /// when the client is closed, no connection is idle, or the send
-    /// failed: the caller then lets the other thread send its own request.
-    pub(crate) fn send_ahead(&self, packed: &[u8]) -> Option<InFlight> {
-        if self.check_open().is_err() || !self.may_send_ahead() {
-            return None;
-        }
-        InFlight::send_on_idle(&self.pool, packed)
     }
 
     /// Fails with [`Error::Shutdown`] once closed, and with

@@ -182,12 +182,7 @@ impl Pool {
         self.connect(left)
     }
 
-    /// An idle connection, if one is; never opens one.
-    pub(super) fn take_idle(&self) -> Option<Conn> {
-        self.idle.lock().pop()
-    }
-
-    pub(super) fn checkin(&self, conn: Conn) {
+    fn checkin(&self, conn: Conn) {
         let mut idle = self.idle.lock();
         if idle.len() < self.config.max_idle_connections {
             idle.push(conn);

@@ -267,11 +267,10 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     misses.sort();
-    let fast_paths = crate::targets::take_fast_paths();
     let summary = format!(
         "schedule {} seed={} mode={}: {} actors, {} ops, {} acquires, {} holds, acquires \
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], direct hand-overs \
-         in this process {}, acquires sent ahead {}, {} violation(s); excused: {}",
+         in this process {}, {} violation(s); excused: {}",
         spec.index,
         spec.seed,
         mode,
@@ -283,8 +282,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         verdict.probes_checked,
         verdict.probes_skipped,
         fault_summary.unwrap_or_else(|| "none".into()),
-        fast_paths.0,
-        fast_paths.1,
+        crate::targets::take_direct_handoffs(),
         violations.len(),
         excused
     );

@@ -233,13 +233,10 @@ impl ClientSet {
         )
     }
 
-    /// Shuts every client down, counting its direct hand-overs and
-    /// acquires sent ahead first.
+    /// Shuts every client down, counting its direct hand-overs first.
     pub(crate) fn shutdown(&self) {
         for client in &self.clients {
-            let stats = client.stats();
-            DIRECT_HANDOFFS.fetch_add(stats.direct_handoffs, Ordering::Relaxed);
-            ACQUIRES_AHEAD.fetch_add(stats.acquires_ahead, Ordering::Relaxed);
+            DIRECT_HANDOFFS.fetch_add(client.stats().direct_handoffs, Ordering::Relaxed);
             let _ = client.shutdown();
         }
     }
@@ -250,16 +247,9 @@ impl ClientSet {
 /// report shows the checker exercised that path.
 static DIRECT_HANDOFFS: AtomicU64 = AtomicU64::new(0);
 
-/// Acquires a subscriber thread sent ahead for a woken waiter, likewise.
-static ACQUIRES_AHEAD: AtomicU64 = AtomicU64::new(0);
-
-/// The direct hand-overs and acquires sent ahead counted since the last
-/// call.
-pub(crate) fn take_fast_paths() -> (u64, u64) {
-    (
-        DIRECT_HANDOFFS.swap(0, Ordering::Relaxed),
-        ACQUIRES_AHEAD.swap(0, Ordering::Relaxed),
-    )
+/// The direct hand-overs counted since the last call.
+pub(crate) fn take_direct_handoffs() -> u64 {
+    DIRECT_HANDOFFS.swap(0, Ordering::Relaxed)
 }
 
 fn plain(c: &Client, n: String) -> Lock<Reentrant> {
