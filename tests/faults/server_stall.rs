@@ -98,6 +98,33 @@ fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
     assert!(!lock.is_locked().expect("is_locked after the stall"));
 }
 
+/// Runs `call` while the server sleeps for 1.5 s: its first attempt times
+/// out (the server runs it later, its reply going nowhere) and a retry
+/// on a new connection runs once the server is awake.
+fn during_a_stall<T>(server: &RedisServer, call: impl FnOnce() -> T) -> T {
+    let staller = stall(server, Duration::from_millis(1500));
+    let outcome = call();
+    staller.join_within(PROMPTLY);
+    outcome
+}
+
+/// Fails unless the release script ran at least twice since the stats were
+/// reset: a first attempt whose reply was lost, and a retry.
+fn assert_the_release_was_retried(server: &RedisServer) {
+    let stats: String = server.cmd(&["INFO", "commandstats"]);
+    let runs = stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(
+        runs >= 2,
+        "the release script ran {runs} time(s): the test did not force a lost reply \
+         and a retry\n{stats}"
+    );
+}
+
 #[test]
 fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
     let server = debuggable_server();
@@ -119,24 +146,10 @@ fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
     // out and its connection is dropped, but Redis still runs the command
     // once it wakes up, and the reply goes nowhere. A retry, on a new
     // connection, runs too.
-    let stall_for = Duration::from_millis(1500);
-    let staller = stall(&server, stall_for);
-    let released = second.unlock();
-    staller.join_within(PROMPTLY);
-    released.expect("the release succeeds once the server is awake");
+    during_a_stall(&server, || second.unlock())
+        .expect("the release succeeds once the server is awake");
 
-    let stats: String = server.cmd(&["INFO", "commandstats"]);
-    let runs = stats
-        .lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse::<u32>().ok())
-        .unwrap_or(0);
-    assert!(
-        runs >= 2,
-        "the release script ran {runs} time(s): the test did not force a lost reply \
-         and a retry\n{stats}"
-    );
+    assert_the_release_was_retried(&server);
 
     assert_eq!(
         lock.hold_count().expect("hold_count"),
@@ -164,24 +177,10 @@ fn a_retried_release_that_freed_the_lock_succeeds() {
     // As above, but the release frees the lock: only a release that leaves
     // holds is latched, so the retry finds the field gone and must still
     // count as this release succeeding, not as a lost lock.
-    let stall_for = Duration::from_millis(1500);
-    let staller = stall(&server, stall_for);
-    let released = only.unlock();
-    staller.join_within(PROMPTLY);
-    released.expect("the release succeeds once the server is awake");
+    during_a_stall(&server, || only.unlock())
+        .expect("the release succeeds once the server is awake");
 
-    let stats: String = server.cmd(&["INFO", "commandstats"]);
-    let runs = stats
-        .lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|calls| calls.parse::<u32>().ok())
-        .unwrap_or(0);
-    assert!(
-        runs >= 2,
-        "the release script ran {runs} time(s): the test did not force a lost reply \
-         and a retry\n{stats}"
-    );
+    assert_the_release_was_retried(&server);
     assert!(!lock.is_locked().expect("is_locked"));
     let latches: Vec<String> = server.cmd(&["KEYS", "redisson_unlock_latch:*"]);
     assert!(
