@@ -5,12 +5,21 @@
 -- KEYS[5] the unlock latch
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] now (ms since the epoch), ARGV[4] latch TTL in ms,
--- ARGV[5] the publish command
+-- ARGV[5] the publish command,
+-- ARGV[6] "first" on a request's first attempt, "retry" on a later one
 -- Reply: nil when the field does not hold the lock (if the lock is gone the
--- head is woken all the same), 0 when holds remain, 1 when freed.
-local replayed = redis.call('get', KEYS[5])
-if replayed then
-    return tonumber(replayed)
+-- head is woken all the same), 0 when holds remain, 1 when freed, 3 when a
+-- retry finds the field gone (an earlier attempt may have freed the lock,
+-- its reply lost, or the hold was lost before).
+--
+-- Only a reply 0 is latched, as in release.lua: a retry of a release that
+-- freed the lock finds the field gone, which reply 3 tells the caller.
+local retry = ARGV[6] == 'retry'
+if retry then
+    local replayed = redis.call('get', KEYS[5])
+    if replayed then
+        return tonumber(replayed)
+    end
 end
 local now = tonumber(ARGV[3])
 while true do
@@ -29,21 +38,27 @@ local function wake_head()
     end
 end
 
+-- The field is gone: nil, or 3 on a retry.
+local gone = nil
+if retry then
+    gone = 3
+end
 if redis.call('exists', KEYS[1]) == 0 then
     wake_head()
+    return gone
+end
+if redis.call('hexists', KEYS[1], 'mode') == 1 then
+    -- A read-write lock: no fair hold of ours.
     return nil
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 or redis.call('hexists', KEYS[1], 'mode') == 1 then
-    return nil
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return gone
 end
-local reply
 if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     -- Holds remain: the TTL stays what they need (never cut short).
-    reply = 0
-else
-    redis.call('del', KEYS[1])
-    wake_head()
-    reply = 1
+    redis.call('set', KEYS[5], 0, 'px', ARGV[4])
+    return 0
 end
-redis.call('set', KEYS[5], reply, 'px', ARGV[4])
-return reply
+redis.call('del', KEYS[1])
+wake_head()
+return 1

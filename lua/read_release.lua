@@ -3,15 +3,27 @@
 -- read-hold key prefix, KEYS[4] the base that every holder's prefix starts
 -- with ("{name}", or the name when it has a hash tag), KEYS[5] the latch
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
--- ARGV[3] latch TTL in ms, ARGV[4] the publish command
+-- ARGV[3] latch TTL in ms, ARGV[4] the publish command,
+-- ARGV[5] "first" on a request's first attempt, "retry" on a later one
 -- Reply: nil when the field holds no read hold, 0 when the lock is still
--- held by someone, 1 when it was freed.
-local replayed = redis.call('get', KEYS[5])
-if replayed then
-    return tonumber(replayed)
+-- held by someone, 1 when it was freed, 3 when a retry finds the field gone
+-- (an earlier attempt may have released its last read hold, its reply
+-- lost, or the holds were lost before).
+--
+-- Only a release that leaves the field read holds is latched: a retry of
+-- one that took its last finds the field gone, which reply 3 tells.
+local retry = ARGV[5] == 'retry'
+if retry then
+    local replayed = redis.call('get', KEYS[5])
+    if replayed then
+        return tonumber(replayed)
+    end
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    if retry then
+        return 3
+    end
     return nil
 end
 local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
@@ -64,5 +76,7 @@ if reply == 1 then
     redis.call('del', KEYS[1])
     redis.call(ARGV[4], KEYS[2], ARGV[1])
 end
-redis.call('set', KEYS[5], reply, 'px', ARGV[3])
+if left > 0 then
+    redis.call('set', KEYS[5], reply, 'px', ARGV[3])
+end
 return reply

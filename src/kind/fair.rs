@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::sealed::KindOps;
-use super::{Attempt, Target};
+use super::{Attempt, ReleaseAttempts, Target};
 use crate::config::Config;
 use crate::error::Result;
 use crate::names;
@@ -79,6 +79,7 @@ impl KindOps for Fair {
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
+        let mut attempts = ReleaseAttempts::default();
         at.server.run_write(
             at.name,
             |conn| {
@@ -93,6 +94,7 @@ impl KindOps for Fair {
                     .arg(now_ms())
                     .arg(latch_ttl_ms)
                     .arg(at.server.publish_command())
+                    .arg(attempts.next())
                     .invoke(conn)
             },
             |reply: &Option<i64>| reply.is_some(),

@@ -3,7 +3,7 @@
 //! locks: the release and force-release every one of them runs, and the
 //! plain acquire of the two without tokens.
 
-use super::{Successor, Target};
+use super::{ReleaseAttempts, Successor, Target};
 use crate::error::Result;
 use crate::scripts;
 
@@ -32,7 +32,7 @@ pub(super) fn release(
     successor: Option<Successor<'_>>,
 ) -> Result<Option<i64>> {
     let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-    let mut attempt = "first";
+    let mut attempts = ReleaseAttempts::default();
     at.server.run_write(
         at.name,
         |conn| {
@@ -44,9 +44,7 @@ pub(super) fn release(
                 .arg(field)
                 .arg(latch_ttl_ms)
                 .arg(at.server.publish_command())
-                .arg(attempt);
-            // Any later attempt may follow one that ran and lost its reply.
-            attempt = "retry";
+                .arg(attempts.next());
             if let Some(successor) = successor {
                 call.arg(successor.field).arg(successor.lease_ms);
             }

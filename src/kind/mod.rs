@@ -45,7 +45,9 @@ pub trait LockKind: sealed::KindOps {}
 
 impl<K: sealed::KindOps> LockKind for K {}
 
-pub(crate) use sealed::{wrong_kind, Attempt, Successor, Target, GONE_ON_RETRY, HANDED_OVER};
+pub(crate) use sealed::{
+    wrong_kind, Attempt, ReleaseAttempts, Successor, Target, GONE_ON_RETRY, HANDED_OVER,
+};
 
 pub(crate) mod sealed {
     //! The operations behind [`LockKind`](super::LockKind), out of users' reach.
@@ -74,11 +76,31 @@ pub(crate) mod sealed {
     /// A release's reply when it handed the lock to its [`Successor`].
     pub const HANDED_OVER: i64 = 2;
 
-    /// A plain release's reply when a retry finds the caller's field gone:
-    /// an earlier attempt of the same request may have freed the lock (its
+    /// A release's reply when a retry finds the caller's field gone: an
+    /// earlier attempt of the same request may have freed the lock (its
     /// reply lost; only a release that leaves holds is latched), or the
     /// hold was lost before. Either way the caller holds nothing now.
     pub const GONE_ON_RETRY: i64 = 3;
+
+    /// Names the attempts of one release request for its script: `"first"`,
+    /// then `"retry"`. A first attempt has no unlock latch to read; any
+    /// later one may follow an attempt that ran and lost its reply.
+    #[derive(Debug, Default)]
+    pub struct ReleaseAttempts {
+        made: u32,
+    }
+
+    impl ReleaseAttempts {
+        /// The word for the attempt about to be sent.
+        pub fn next(&mut self) -> &'static str {
+            self.made += 1;
+            if self.made == 1 {
+                "first"
+            } else {
+                "retry"
+            }
+        }
+    }
 
     /// A parked thread of the releasing client that a release may hand the
     /// lock to directly, when it frees it (see [`KindOps::release_to`]).

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::sealed::KindOps;
-use super::{Attempt, Target};
+use super::{Attempt, ReleaseAttempts, Target};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::names;
@@ -116,6 +116,7 @@ impl KindOps for Read {
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
+        let mut attempts = ReleaseAttempts::default();
         at.server.run_write(
             at.name,
             |conn| {
@@ -129,6 +130,7 @@ impl KindOps for Read {
                     .arg(field)
                     .arg(latch_ttl_ms)
                     .arg(at.server.publish_command())
+                    .arg(attempts.next())
                     .invoke(conn)
             },
             |reply: &Option<i64>| reply.is_some(),
@@ -209,6 +211,7 @@ impl KindOps for Write {
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
+        let mut attempts = ReleaseAttempts::default();
         at.server.run_write(
             at.name,
             |conn| {
@@ -220,6 +223,7 @@ impl KindOps for Write {
                     .arg(field)
                     .arg(latch_ttl_ms)
                     .arg(at.server.publish_command())
+                    .arg(attempts.next())
                     .invoke(conn)
             },
             |reply: &Option<i64>| reply.is_some(),

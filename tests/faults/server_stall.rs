@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::bounded::{self, Bounded};
 use crate::common::PROMPTLY;
 use crate::support::RedisServer;
+use redhold::{Lock, LockKind};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(300);
@@ -125,12 +126,9 @@ fn assert_the_release_was_retried(server: &RedisServer) {
     );
 }
 
-#[test]
-fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
-    let server = debuggable_server();
-    // Enough retries to outlast the stall.
-    let client = client(&server, 10);
-    let lock = client.lock("stalled-release");
+/// Two holds of `lock`, then one release whose first attempt's reply is
+/// lost: the retry replays the latched reply, so exactly one hold remains.
+fn a_retried_release_releases_one_hold_only<K: LockKind>(server: &RedisServer, lock: Lock<K>) {
     let lease = Duration::from_secs(60);
     // Load the scripts before the stall, so that each attempt is one EVALSHA.
     lock.lock_with_lease(lease)
@@ -146,10 +144,10 @@ fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
     // out and its connection is dropped, but Redis still runs the command
     // once it wakes up, and the reply goes nowhere. A retry, on a new
     // connection, runs too.
-    during_a_stall(&server, || second.unlock())
+    during_a_stall(server, || second.unlock())
         .expect("the release succeeds once the server is awake");
 
-    assert_the_release_was_retried(&server);
+    assert_the_release_was_retried(server);
 
     assert_eq!(
         lock.hold_count().expect("hold_count"),
@@ -161,11 +159,13 @@ fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
     assert!(!lock.is_locked().expect("is_locked"));
 }
 
-#[test]
-fn a_retried_release_that_freed_the_lock_succeeds() {
-    let server = debuggable_server();
-    let client = client(&server, 10);
-    let lock = client.lock("stalled-last-release");
+/// One hold of `lock`, released with a lost first reply: only a release
+/// that leaves holds is latched, so the retry finds the field gone and must
+/// still count as this release succeeding, not as a lost lock.
+fn a_retried_release_that_freed_the_lock_succeeds<K: LockKind>(
+    server: &RedisServer,
+    lock: Lock<K>,
+) {
     let lease = Duration::from_secs(60);
     lock.lock_with_lease(lease)
         .and_then(|g| g.unlock())
@@ -174,17 +174,50 @@ fn a_retried_release_that_freed_the_lock_succeeds() {
     let only = lock.lock_with_lease(lease).expect("the only hold");
     let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
 
-    // As above, but the release frees the lock: only a release that leaves
-    // holds is latched, so the retry finds the field gone and must still
-    // count as this release succeeding, not as a lost lock.
-    during_a_stall(&server, || only.unlock())
+    during_a_stall(server, || only.unlock())
         .expect("the release succeeds once the server is awake");
 
-    assert_the_release_was_retried(&server);
+    assert_the_release_was_retried(server);
     assert!(!lock.is_locked().expect("is_locked"));
     let latches: Vec<String> = server.cmd(&["KEYS", "redisson_unlock_latch:*"]);
     assert!(
         latches.is_empty(),
         "a freeing release left a latch: {latches:?}"
     );
+}
+
+/// One test per lock kind and case, each on a server of its own (a stall
+/// blocks the whole server).
+macro_rules! retried_release_tests {
+    ($($kind:ident: $lock:expr;)*) => {
+        $(
+            mod $kind {
+                use super::*;
+
+                #[test]
+                fn a_retried_release_whose_reply_was_lost_releases_one_hold_only() {
+                    let server = debuggable_server();
+                    // Enough retries to outlast the stall.
+                    let client = client(&server, 10);
+                    let make: fn(&redhold::Client) -> Lock<_> = $lock;
+                    a_retried_release_releases_one_hold_only(&server, make(&client));
+                }
+
+                #[test]
+                fn a_retried_release_that_freed_the_lock_succeeds() {
+                    let server = debuggable_server();
+                    let client = client(&server, 10);
+                    let make: fn(&redhold::Client) -> Lock<_> = $lock;
+                    super::a_retried_release_that_freed_the_lock_succeeds(&server, make(&client));
+                }
+            }
+        )*
+    };
+}
+
+retried_release_tests! {
+    plain: |client| client.lock("stalled-release");
+    fair: |client| client.fair_lock("stalled-release");
+    read: |client| client.read_write_lock("stalled-release").read();
+    write: |client| client.read_write_lock("stalled-release").write();
 }
