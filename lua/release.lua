@@ -2,7 +2,9 @@
 -- and, when that frees the lock and a successor is named, hand it straight
 -- to that successor (a parked thread of the releasing client).
 -- KEYS[1] the lock hash, KEYS[2] its wake-up channel,
--- KEYS[3] the latch key that remembers this request's reply
+-- KEYS[3] the latch key that remembers this request's reply,
+-- KEYS[4] (optional, with a successor) the fencing-token counter the
+-- successor's own acquire would have drawn a token from
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] latch TTL in ms,
 -- ARGV[4] the publish command ("publish", or "spublish" on a cluster),
@@ -10,7 +12,8 @@
 -- ARGV[6] (optional) the successor's field, ARGV[7] its lease in ms
 -- Reply: nil when the field does not hold the lock, 0 when holds remain,
 -- 1 when the lock was freed and the release announced, 2 when it was
--- handed to the successor (nothing announced: the lock is still held),
+-- handed to the successor (nothing announced: the lock is still held), or
+-- {2, token} when it was handed over with a fencing token (KEYS[4]),
 -- 3 when a retry finds the field gone: an earlier attempt of this request
 -- may have freed it (its reply lost), or the hold was lost before.
 --
@@ -47,6 +50,10 @@ if ARGV[6] and redis.call('hlen', KEYS[1]) == 1 then
     redis.call('hdel', KEYS[1], ARGV[2])
     redis.call('hset', KEYS[1], ARGV[6], 1)
     redis.call('pexpire', KEYS[1], ARGV[7])
+    if KEYS[4] then
+        -- A fenced lock's waiter: draw its token, as its acquire would.
+        return {2, redis.call('incr', KEYS[4])}
+    end
     return 2
 end
 redis.call('del', KEYS[1])

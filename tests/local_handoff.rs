@@ -208,3 +208,109 @@ fn another_client_gets_the_lock_while_local_threads_hand_it_around() {
     assert!(taken.load(Ordering::Relaxed) > 0);
     assert!(!server.exists("shared"));
 }
+
+/// Takes `name` on the calling thread, with the plain or the fenced lock:
+/// the guard, and its token (0 for the plain lock).
+type Take = fn(&redhold::Client, &str) -> (Box<dyn std::any::Any>, u64);
+
+fn take_plain(client: &redhold::Client, name: &str) -> (Box<dyn std::any::Any>, u64) {
+    (Box::new(client.lock(name).lock().expect("plain lock")), 0)
+}
+
+fn take_fenced(client: &redhold::Client, name: &str) -> (Box<dyn std::any::Any>, u64) {
+    let guard = client.fenced_lock(name).lock().expect("fenced lock");
+    let token = guard.token();
+    (Box::new(guard), token)
+}
+
+/// What one direct hand-over from a holder to a parked thread showed.
+#[derive(Debug)]
+struct Handed {
+    /// The holder's token (0 for the plain lock).
+    holder_token: u64,
+    /// The successor's token (0 for the plain lock).
+    successor_token: u64,
+    /// The fencing-token counter while the successor held the lock.
+    counter: Option<u64>,
+    /// Scripts run from the release to the successor's own release, both
+    /// included.
+    scripts: u64,
+}
+
+/// Hands `name` from a hold taken with `hold` on the main thread to a
+/// thread of the same client parked in `wait`, until one hand-over is
+/// direct (the first tries can find the waiter not yet parked).
+fn hand_over_between(server: &RedisServer, hold: Take, wait: Take, name: &str) -> Handed {
+    let client = server.client();
+    let counter_key = format!("redisson_lock_token:{{{name}}}");
+    // Load the scripts first, so that each call below is one EVALSHA.
+    drop(hold(&client, name));
+    drop(wait(&client, name));
+    for _ in 0..10 {
+        let before = client.stats().direct_handoffs;
+        let (guard, holder_token) = hold(&client, name);
+        let (successor_client, name_owned, url) = (client.clone(), name.to_owned(), server.url());
+        let counter_key = counter_key.clone();
+        let waiter = bounded::spawn("successor", move || {
+            let (guard, token) = wait(&successor_client, &name_owned);
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let counter: Option<u64> = redis::cmd("GET").arg(&counter_key).query(&mut con).unwrap();
+            drop(guard);
+            (token, counter)
+        });
+        waiter.assert_running_for(STAYS_BLOCKED);
+        let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
+        drop(guard);
+        let (successor_token, counter) = waiter.join_within(WAKE_LIMIT);
+        if client.stats().direct_handoffs > before {
+            return Handed {
+                holder_token,
+                successor_token,
+                counter,
+                scripts: server.scripts_run(),
+            };
+        }
+    }
+    panic!("ten releases with a parked thread of the same client and no direct hand-over");
+}
+
+#[test]
+fn a_parked_fenced_waiter_is_handed_the_lock_with_the_next_token() {
+    let server = RedisServer::start();
+    let handed = hand_over_between(&server, take_fenced, take_fenced, "fenced-handed");
+    assert!(
+        handed.successor_token > handed.holder_token,
+        "tokens must grow across a hand-over: {handed:?}"
+    );
+    assert_eq!(
+        handed.counter,
+        Some(handed.successor_token),
+        "the successor's token is the counter's latest: {handed:?}"
+    );
+    // The release that handed the lock over and the successor's release:
+    // the successor made no acquire of its own (which would also have drawn
+    // a token, hiding a hand-over without one).
+    assert_eq!(handed.scripts, 2, "{handed:?}");
+    assert!(!server.exists("fenced-handed"));
+}
+
+#[test]
+fn a_plain_release_draws_the_token_of_a_fenced_successor() {
+    let server = RedisServer::start();
+    let handed = hand_over_between(&server, take_plain, take_fenced, "mixed-to-fenced");
+    assert!(handed.successor_token > 0, "{handed:?}");
+    assert_eq!(handed.counter, Some(handed.successor_token), "{handed:?}");
+    assert_eq!(handed.scripts, 2, "{handed:?}");
+}
+
+#[test]
+fn a_fenced_release_hands_a_plain_successor_no_token() {
+    let server = RedisServer::start();
+    let handed = hand_over_between(&server, take_fenced, take_plain, "mixed-to-plain");
+    assert_eq!(
+        handed.counter,
+        Some(handed.holder_token),
+        "a plain successor draws no token: {handed:?}"
+    );
+    assert_eq!(handed.scripts, 2, "{handed:?}");
+}

@@ -6,7 +6,7 @@ use super::{target, Engine, LockRef, HANDOFF_GRACE};
 use crate::error::{Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
-use crate::kind::{Successor, GONE_ON_RETRY, HANDED_OVER};
+use crate::kind::{ReleasedTo, Successor, GONE_ON_RETRY, HANDED_OVER};
 use crate::names;
 use crate::pubsub::Reserved;
 use crate::renewals::Which;
@@ -31,25 +31,29 @@ impl Engine {
             return Err(lost(lock.name));
         }
         let successor = self.successor(lock, hold);
-        let reply = match &successor {
+        let released = match &successor {
             Some(reserved) => {
                 let offer = reserved.offer();
                 let to = Successor {
                     field: &offer.field,
                     lease_ms: offer.lease_ms,
+                    token_key: offer.token_key.as_deref(),
                 };
                 self.run_release(lock, &hold.record.field, |at, field, id| {
                     lock.kind.release_to(at, field, id, to)
                 })
             }
-            None => self.release_script(lock, &hold.record.field),
+            None => self
+                .release_script(lock, &hold.record.field)
+                .map(|reply| ReleasedTo { reply, token: None }),
         };
         // Dropped unsettled (an error, or no hand-over), the reserved
         // waiter wakes and tries the lock itself.
-        match reply? {
+        let ReleasedTo { reply, token } = released?;
+        match reply {
             Some(HANDED_OVER) => {
                 if let Some(reserved) = successor {
-                    reserved.hand_over(HANDOFF_GRACE);
+                    reserved.hand_over(HANDOFF_GRACE, token);
                     Counters::bump(&self.counters.direct_handoffs);
                 }
                 Ok(())
@@ -122,12 +126,12 @@ impl Engine {
 
     /// Runs one release script of `lock`'s kind for `field` with a fresh
     /// request id (for the unlock latch).
-    fn run_release<K: KindOps>(
+    fn run_release<K: KindOps, T>(
         &self,
         lock: LockRef<'_, K>,
         field: &str,
-        script: impl FnOnce(crate::kind::Target<'_>, &str, &str) -> Result<Option<i64>>,
-    ) -> Result<Option<i64>> {
+        script: impl FnOnce(crate::kind::Target<'_>, &str, &str) -> Result<T>,
+    ) -> Result<T> {
         let request_id = self.next_request_id();
         script(target(&self.server, lock), field, &request_id)
             .map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
@@ -140,7 +144,7 @@ impl Engine {
             // Holds remain: this release does not free the lock.
             return None;
         }
-        lock.kind.handover_grant()?;
+        lock.kind.handover()?;
         self.pubsub.reserve_successor(lock.kind.shared_channel()?)
     }
 }

@@ -3,6 +3,7 @@
 //! repeat. A waiter never sleeps longer than the TTL, so a lost message
 //! costs time, never safety.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Call, HANDOFF_GRACE};
@@ -10,7 +11,7 @@ use crate::error::Result;
 use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
-use crate::kind::Attempt;
+use crate::kind::{Attempt, Handover};
 use crate::pubsub::{Offer, Wake};
 use crate::stats::Counters;
 
@@ -63,9 +64,13 @@ impl<K: KindOps> Call<'_, K> {
             .wait_channel(&self.field)
             .map(|channel| engine.pubsub.subscribe(&channel, confirm_for));
         // What a local release needs to hand this thread the lock directly.
-        let offer = self.lock.kind.handover_grant().map(|_| Offer {
+        let offer = self.lock.kind.handover().map(|handover| Offer {
             field: self.field.clone(),
             lease_ms: self.lease_ms,
+            token_key: match handover {
+                Handover::Field => None,
+                Handover::Token { token_key } => Some(Arc::from(token_key)),
+            },
         });
         let mut failures = 0u32;
         // Whether the last park ended with a wake-up handed to this waiter:
@@ -85,7 +90,7 @@ impl<K: KindOps> Call<'_, K> {
             if let Some(end) = self.park_ended_call(woke) {
                 return end;
             }
-            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver(_));
+            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver { .. });
         }
         loop {
             if interrupt.is_some_and(Interrupt::is_triggered) {
@@ -141,7 +146,7 @@ impl<K: KindOps> Call<'_, K> {
             if let Some(end) = self.park_ended_call(woke) {
                 return end;
             }
-            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver(_));
+            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver { .. });
         }
     }
 
@@ -151,17 +156,21 @@ impl<K: KindOps> Call<'_, K> {
     fn park_ended_call(&self, woke: Wake) -> Option<Acquired<K::Grant>> {
         match woke {
             Wake::Interrupted => Some(Err(self.interrupted())),
-            Wake::HandedOver(at) => self.handed_over(at).map(|taken| Ok(Some(taken))),
+            Wake::HandedOver { at, token } => {
+                self.handed_over(at, token).map(|taken| Ok(Some(taken)))
+            }
             Wake::Notified | Wake::TimedOut => None,
         }
     }
 
     /// A local release handed this thread the lock (one hold, its lease,
-    /// set no earlier than `at`): records the hold. `None` only for a kind
-    /// that is never handed over, which no release does; the caller's next
-    /// attempt would then re-enter and give back the extra hold.
-    fn handed_over(&self, at: Instant) -> Option<(Hold, K::Grant)> {
-        let grant = self.lock.kind.handover_grant()?;
+    /// set no earlier than `at`, and `token` when the kind draws one):
+    /// records the hold. `None` only when the grant cannot be had (a kind
+    /// never handed over, a fenced hand-over without its token), which no
+    /// release does; the caller's next attempt would then re-enter and give
+    /// back the extra hold.
+    fn handed_over(&self, at: Instant, token: Option<u64>) -> Option<(Hold, K::Grant)> {
+        let grant = self.lock.kind.handed_over_grant(token)?;
         Some(self.hold(at, grant, 1))
     }
 }

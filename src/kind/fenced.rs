@@ -3,7 +3,7 @@
 
 use super::hash;
 use super::sealed::{unexpected_reply, KindOps};
-use super::{Attempt, Target};
+use super::{Attempt, Handover, ReleasedTo, Successor, Target};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::names;
@@ -77,7 +77,30 @@ impl KindOps for Fenced {
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        hash::release(at, &self.channel, field, request_id, None)
+        hash::release(at, &self.channel, field, request_id)
+    }
+
+    /// A parked waiter is handed the lock with a token drawn from the same
+    /// counter, in the same script: no holder after it can have a smaller
+    /// one.
+    fn handover(&self) -> Option<Handover<'_>> {
+        Some(Handover::Token {
+            token_key: &self.token_key,
+        })
+    }
+
+    fn handed_over_grant(&self, token: Option<u64>) -> Option<u64> {
+        token
+    }
+
+    fn release_to(
+        &self,
+        at: Target<'_>,
+        field: &str,
+        request_id: &str,
+        successor: Successor<'_>,
+    ) -> Result<ReleasedTo> {
+        hash::release_to(at, &self.channel, field, request_id, successor)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

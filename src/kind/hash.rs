@@ -3,7 +3,10 @@
 //! locks: the release and force-release every one of them runs, and the
 //! plain acquire of the two without tokens.
 
-use super::{ReleaseAttempts, Successor, Target};
+use redis::Value;
+
+use super::sealed::unexpected_reply;
+use super::{ReleaseAttempts, ReleasedTo, Successor, Target, HANDED_OVER};
 use crate::error::Result;
 use crate::scripts;
 
@@ -22,18 +25,38 @@ pub(super) fn acquire(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Vec<
     )
 }
 
-/// `lua/release.lua` with the unlock latch, handing a freed lock to
-/// `successor` when there is one.
+/// `lua/release.lua` with the unlock latch.
 pub(super) fn release(
     at: Target<'_>,
     channel: &str,
     field: &str,
     request_id: &str,
-    successor: Option<Successor<'_>>,
 ) -> Result<Option<i64>> {
+    Ok(run_release(at, channel, field, request_id, None)?.reply)
+}
+
+/// `lua/release.lua` with the unlock latch, handing a freed lock to
+/// `successor` (and drawing its fencing token when it names a counter).
+pub(super) fn release_to(
+    at: Target<'_>,
+    channel: &str,
+    field: &str,
+    request_id: &str,
+    successor: Successor<'_>,
+) -> Result<ReleasedTo> {
+    run_release(at, channel, field, request_id, Some(successor))
+}
+
+fn run_release(
+    at: Target<'_>,
+    channel: &str,
+    field: &str,
+    request_id: &str,
+    successor: Option<Successor<'_>>,
+) -> Result<ReleasedTo> {
     let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
     let mut attempts = ReleaseAttempts::default();
-    at.server.run_write(
+    let reply: Value = at.server.run_write(
         at.name,
         |conn| {
             let mut call = scripts::RELEASE.prepare_invoke();
@@ -47,11 +70,38 @@ pub(super) fn release(
                 .arg(attempts.next());
             if let Some(successor) = successor {
                 call.arg(successor.field).arg(successor.lease_ms);
+                if let Some(token_key) = successor.token_key {
+                    call.key(token_key);
+                }
             }
             call.invoke(conn)
         },
-        |reply: &Option<i64>| reply.is_some(),
-    )
+        |reply: &Value| *reply != Value::Nil,
+    )?;
+    released_to(at.name, &reply)
+}
+
+/// Reads a release reply: nil, a number, or `{2, token}` for a hand-over
+/// that drew a fencing token.
+fn released_to(name: &str, reply: &Value) -> Result<ReleasedTo> {
+    match reply {
+        Value::Nil => Ok(ReleasedTo {
+            reply: None,
+            token: None,
+        }),
+        Value::Int(code) => Ok(ReleasedTo {
+            reply: Some(*code),
+            token: None,
+        }),
+        Value::Array(items) => match items.as_slice() {
+            [Value::Int(HANDED_OVER), Value::Int(token)] if *token > 0 => Ok(ReleasedTo {
+                reply: Some(HANDED_OVER),
+                token: u64::try_from(*token).ok(),
+            }),
+            _ => Err(unexpected_reply(name, reply)),
+        },
+        _ => Err(unexpected_reply(name, reply)),
+    }
 }
 
 /// `lua/force_release.lua`.

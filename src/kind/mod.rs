@@ -46,7 +46,8 @@ pub trait LockKind: sealed::KindOps {}
 impl<K: sealed::KindOps> LockKind for K {}
 
 pub(crate) use sealed::{
-    wrong_kind, Attempt, ReleaseAttempts, Successor, Target, GONE_ON_RETRY, HANDED_OVER,
+    wrong_kind, Attempt, Handover, ReleaseAttempts, ReleasedTo, Successor, Target, GONE_ON_RETRY,
+    HANDED_OVER,
 };
 
 pub(crate) mod sealed {
@@ -110,6 +111,33 @@ pub(crate) mod sealed {
         pub field: &'a str,
         /// The lease its own acquire would have set, in ms.
         pub lease_ms: u64,
+        /// The fencing-token counter its own acquire would have drawn a
+        /// token from (a fenced lock's waiter), if any.
+        pub token_key: Option<&'a str>,
+    }
+
+    /// How a kind's lock is handed to a parked thread of the releasing
+    /// client (see `pubsub/handover.rs`): what the successor's own acquire
+    /// would have done, which the release script does instead.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Handover<'a> {
+        /// Write the successor's field: one hold, its lease.
+        Field,
+        /// The same, and draw the successor's fencing token from this
+        /// counter.
+        Token {
+            /// The counter key.
+            token_key: &'a str,
+        },
+    }
+
+    /// What a release that could hand the lock over replied: the script's
+    /// reply (see [`KindOps::release`]) and, when it handed the lock to a
+    /// successor that needs one, the fencing token it drew for it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ReleasedTo {
+        pub reply: Option<i64>,
+        pub token: Option<u64>,
     }
 
     /// Where a kind's operations run: the server and the lock's name.
@@ -143,10 +171,10 @@ pub(crate) mod sealed {
         }
     }
 
-    /// An acquire script answered something no script of ours answers: the
+    /// A lock script answered something no script of ours answers: the
     /// server runs other code under our script's SHA, or the key was changed
     /// behind our back.
-    pub fn unexpected_reply(name: &str, reply: &[i64]) -> Error {
+    pub fn unexpected_reply(name: &str, reply: &(impl fmt::Debug + ?Sized)) -> Error {
         Error::Redis(redis::RedisError::from((
             redis::ErrorKind::UnexpectedReturnType,
             "unexpected reply from a lock script",
@@ -236,25 +264,35 @@ pub(crate) mod sealed {
         /// shortens it.
         fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>>;
 
-        /// What the guard of a lock handed over by a release gets, or `None`
-        /// when the kind is never handed over that way: its acquire does
-        /// more than write the holder's field (a token, a queue).
-        fn handover_grant(&self) -> Option<Self::Grant> {
+        /// How a release hands this kind's lock to a parked thread, or
+        /// `None` when the kind is never handed over that way: its acquire
+        /// does more than a release script can do for it (a queue), or its
+        /// waiters do not park.
+        fn handover(&self) -> Option<Handover<'_>> {
+            None
+        }
+
+        /// What the guard of a lock handed over by a release gets, given
+        /// the fencing token the release drew for it (with a
+        /// [`Handover::Token`]); `None` when it cannot be had.
+        fn handed_over_grant(&self, _token: Option<u64>) -> Option<Self::Grant> {
             None
         }
 
         /// [`release`](Self::release), except that a release that frees the
-        /// lock gives it to `successor` instead (one hold, its lease; nothing
-        /// published) and replies [`HANDED_OVER`]. Called only for kinds
-        /// with a [`handover_grant`](Self::handover_grant).
+        /// lock gives it to `successor` instead (one hold, its lease, its
+        /// token when it names a counter; nothing published) and replies
+        /// [`HANDED_OVER`]. Called only for kinds with a
+        /// [`handover`](Self::handover).
         fn release_to(
             &self,
             at: Target<'_>,
             field: &str,
             request_id: &str,
             _successor: Successor<'_>,
-        ) -> Result<Option<i64>> {
-            self.release(at, field, request_id)
+        ) -> Result<ReleasedTo> {
+            let reply = self.release(at, field, request_id)?;
+            Ok(ReleasedTo { reply, token: None })
         }
 
         /// Deletes the lock whoever holds it and wakes waiters.

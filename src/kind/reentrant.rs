@@ -2,7 +2,7 @@
 
 use super::hash;
 use super::sealed::KindOps;
-use super::{Attempt, Successor, Target};
+use super::{Attempt, Handover, ReleasedTo, Successor, Target};
 use crate::config::Config;
 use crate::error::Result;
 use crate::names;
@@ -40,10 +40,14 @@ impl KindOps for Reentrant {
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        hash::release(at, &self.channel, field, request_id, None)
+        hash::release(at, &self.channel, field, request_id)
     }
 
-    fn handover_grant(&self) -> Option<()> {
+    fn handover(&self) -> Option<Handover<'_>> {
+        Some(Handover::Field)
+    }
+
+    fn handed_over_grant(&self, _token: Option<u64>) -> Option<()> {
         Some(())
     }
 
@@ -53,8 +57,8 @@ impl KindOps for Reentrant {
         field: &str,
         request_id: &str,
         successor: Successor<'_>,
-    ) -> Result<Option<i64>> {
-        hash::release(at, &self.channel, field, request_id, Some(successor))
+    ) -> Result<ReleasedTo> {
+        hash::release_to(at, &self.channel, field, request_id, successor)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

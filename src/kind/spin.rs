@@ -69,7 +69,7 @@ impl KindOps for Spin {
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
-        hash::release(at, &self.channel, field, request_id, None)
+        hash::release(at, &self.channel, field, request_id)
     }
 
     fn force_release(&self, at: Target<'_>) -> Result<bool> {

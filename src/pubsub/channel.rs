@@ -370,7 +370,7 @@ impl Channel {
             st.waiters.enqueue(offer)
         };
         let outcome = waiter.sleep(deadline, interrupt);
-        if matches!(outcome, Wake::Notified | Wake::HandedOver(_))
+        if matches!(outcome, Wake::Notified | Wake::HandedOver { .. })
             || self.state.lock().waiters.dequeue(&waiter)
         {
             return outcome;

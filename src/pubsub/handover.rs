@@ -25,12 +25,14 @@ pub(super) const MAX_IN_A_ROW: u32 = 8;
 /// when holds are long.
 pub(super) const MAX_RUN: Duration = Duration::from_millis(10);
 
-/// What a release needs to hand a parked thread the lock: its holder field
-/// and the lease its own acquire would have set.
+/// What a release needs to hand a parked thread the lock: its holder field,
+/// the lease its own acquire would have set, and for a fenced lock the
+/// counter its acquire would have drawn a token from.
 #[derive(Debug, Clone)]
 pub(crate) struct Offer {
     pub(crate) field: Arc<str>,
     pub(crate) lease_ms: u64,
+    pub(crate) token_key: Option<Arc<str>>,
 }
 
 /// The direct hand-overs on one channel since a release last announced it.

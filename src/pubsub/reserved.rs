@@ -38,19 +38,20 @@ impl Reserved {
         &self.offer
     }
 
-    /// The script handed the lock over: the waiter holds it now. Local
-    /// newcomers stand back for `grace` (they would find it held).
-    pub(crate) fn hand_over(mut self, grace: Duration) {
+    /// The script handed the lock over (with `token`, when it drew the
+    /// waiter a fencing token): the waiter holds it now. Local newcomers
+    /// stand back for `grace` (they would find it held).
+    pub(crate) fn hand_over(mut self, grace: Duration, token: Option<u64>) {
         self.channel.handed_over(grace);
         self.settled = true;
-        self.waiter.settle(true);
+        self.waiter.handed(token);
     }
 }
 
 impl Drop for Reserved {
     fn drop(&mut self) {
         if !self.settled {
-            self.waiter.settle(false);
+            self.waiter.notify();
         }
     }
 }

@@ -49,8 +49,9 @@ pub(crate) enum Wake {
     /// The caller's [`Interrupt`] was triggered.
     Interrupted,
     /// A local release handed the lock to this waiter: it holds it now,
-    /// with the lease its offer named, set no earlier than the instant given.
-    HandedOver(Instant),
+    /// with the lease its offer named, set no earlier than `at`, and the
+    /// fencing token the release drew for it, if its offer named a counter.
+    HandedOver { at: Instant, token: Option<u64> },
 }
 
 /// One parked thread.
@@ -63,6 +64,9 @@ pub(super) struct Waiter {
     offer: Option<Offer>,
     /// When a release reserved this waiter, before its script was sent.
     reserved_at: OnceLock<Instant>,
+    /// The fencing token a release drew for this waiter when it handed it
+    /// the lock; set before `HANDED`.
+    token: OnceLock<u64>,
 }
 
 impl Waiter {
@@ -80,7 +84,10 @@ impl Waiter {
                     return self
                         .reserved_at
                         .get()
-                        .map_or(Wake::Notified, |at| Wake::HandedOver(*at))
+                        .map_or(Wake::Notified, |at| Wake::HandedOver {
+                            at: *at,
+                            token: self.token.get().copied(),
+                        })
                 }
                 RESERVED => {
                     // The release that reserved us settles it within its
@@ -134,20 +141,21 @@ impl Waiter {
         self.thread.unpark();
     }
 
-    fn notify(&self) {
+    /// Wakes the waiter to try the lock: a release was announced, or a
+    /// reservation ends without a hand-over.
+    pub(super) fn notify(&self) {
         self.state.store(NOTIFIED, Ordering::Release);
         self.thread.unpark();
     }
 
-    /// Settles a reservation: the lock was handed over, or (`false`) it
-    /// was not and the waiter tries it itself.
-    pub(super) fn settle(&self, handed_over: bool) {
-        if handed_over {
-            self.state.store(HANDED, Ordering::Release);
-            self.thread.unpark();
-        } else {
-            self.notify();
+    /// Settles a reservation with the lock handed over (and the fencing
+    /// token drawn for this waiter, if any): the waiter holds it now.
+    pub(super) fn handed(&self, token: Option<u64>) {
+        if let Some(token) = token {
+            let _ = self.token.set(token);
         }
+        self.state.store(HANDED, Ordering::Release);
+        self.thread.unpark();
     }
 }
 
@@ -216,6 +224,7 @@ impl Waiters {
             state: AtomicU8::new(WAITING),
             offer,
             reserved_at: OnceLock::new(),
+            token: OnceLock::new(),
         });
         self.parked.push_back(Arc::clone(&waiter));
         waiter
