@@ -42,6 +42,7 @@ mod artifacts;
 mod contention;
 mod handoff;
 mod idle;
+mod interleaved;
 mod json;
 mod noise;
 mod parked;

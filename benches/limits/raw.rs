@@ -16,7 +16,9 @@ use crate::contention::run_for_throughput;
 use crate::raw_lua::{channel_of, ACQUIRE_LUA, LEASE_MS, RELEASE_LUA};
 use crate::server::raw_conn;
 
-struct RawLock {
+/// One raw lock name and field, with the acquire and release scripts (also
+/// used by `interleaved`).
+pub(crate) struct RawLock {
     key: String,
     chan: String,
     field: String,
@@ -25,7 +27,7 @@ struct RawLock {
 }
 
 impl RawLock {
-    fn new(key: String, field: String) -> RawLock {
+    pub(crate) fn new(key: String, field: String) -> RawLock {
         RawLock {
             chan: channel_of(&key),
             key,
@@ -35,7 +37,7 @@ impl RawLock {
         }
     }
     /// `None` = acquired, `Some(pttl)` = held by someone else.
-    fn try_acquire(&self, con: &mut redis::Connection) -> Option<i64> {
+    pub(crate) fn try_acquire(&self, con: &mut redis::Connection) -> Option<i64> {
         self.acquire
             .key(&self.key)
             .arg(LEASE_MS)
@@ -43,7 +45,7 @@ impl RawLock {
             .invoke(con)
             .expect("raw acquire EVALSHA")
     }
-    fn release(&self, con: &mut redis::Connection) -> Option<i64> {
+    pub(crate) fn release(&self, con: &mut redis::Connection) -> Option<i64> {
         self.release
             .key(&self.key)
             .key(&self.chan)

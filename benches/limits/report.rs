@@ -7,6 +7,7 @@ use std::time::Instant;
 use crate::contention::{Fairness, RAW_THREADS};
 use crate::handoff::Cold;
 use crate::idle::{self, LongIdle};
+use crate::interleaved;
 use crate::json::Json;
 use crate::parked::Parked;
 use crate::peers::{self, Peers};
@@ -69,6 +70,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
     );
     j.lat("lib_uncontended_lock_only", &lat.lib_unc_acq);
     j.lat("lib_uncontended_drop_only", &lat.lib_unc_rel);
+    interleaved::to_json(j, &lat.inter);
     j.lat("lib_reentrant", &lat.lib_re);
     j.lat("lib_warm_handoff", &lat.lib_warm);
     j.lat("lib_warm_handoff_guard_drop", &lat.lib_warm_drop);
@@ -153,6 +155,12 @@ pub(crate) fn print(f: &Figures, t: &Table, other_cpu: Option<f64>, started: Ins
         fmt_us(raw_rel_p50),
         lat.lib_server.per_call(),
         lat.raw_server.per_call(),
+    );
+    println!(
+        "  uncontended pair, interleaved in one loop: library p50 {}, raw acquire+release p50 {}; median per-iteration ratio {:.2}",
+        fmt_us(p50(&lat.inter.lib)),
+        fmt_us(p50(&lat.inter.raw)),
+        lat.inter.median_ratio(),
     );
     println!(
         "  handoff split: holder's release call p50 {} (raw {}), rest until the waiter holds it p50 {} (raw {})",

@@ -3,7 +3,8 @@
 //! machine load during the run moves both alike.
 //!
 //! Latency: `ROUNDS` rounds, each of raw acquire/release, library
-//! uncontended, library reentrant, raw publish, raw (ideal client) handoff,
+//! uncontended, the raw and library pairs interleaved in one loop
+//! (`interleaved`, the placement-neutral comparison), library reentrant, raw publish, raw (ideal client) handoff,
 //! library warm handoff on one client and across two clients (all three
 //! handoffs with the waiter idle `WARM_PARK`, 1 ms), `samples / ROUNDS`
 //! samples apiece. (The same handoffs with the waiter idle 20 ms: `idle`.) Throughput: `THROUGHPUT_ROUNDS`
@@ -15,6 +16,7 @@ use redhold::Client;
 
 use crate::contention::{RAW_THREADS, THROUGHPUT_SECS};
 use crate::handoff::WARM_PARK;
+use crate::interleaved::{self, Interleaved};
 use crate::server::{raw_conn, with_server_stats, EvalshaStats};
 use crate::stats::p50;
 use crate::{contention, handoff, raw, uncontended};
@@ -34,6 +36,8 @@ pub(crate) struct Latencies {
     pub(crate) lib_unc: Vec<Duration>,
     pub(crate) lib_unc_acq: Vec<Duration>,
     pub(crate) lib_unc_rel: Vec<Duration>,
+    /// Raw pair and library `lock()` + drop alternated in one loop.
+    pub(crate) inter: Interleaved,
     pub(crate) lib_re: Vec<Duration>,
     pub(crate) lib_warm: Vec<Duration>,
     pub(crate) lib_warm_drop: Vec<Duration>,
@@ -76,7 +80,7 @@ pub(crate) fn latency(
     let per_round = samples.div_ceil(ROUNDS);
     eprintln!(
         "latency: {ROUNDS} rounds x {per_round} samples of raw acquire/release, lib uncontended, \
-         lib reentrant, raw publish, raw handoff, lib warm handoff (same client, cross client)"
+         raw/lib pairs interleaved, lib reentrant, raw publish, raw handoff, lib warm handoff (same client, cross client)"
     );
     for round in 0..ROUNDS {
         eprint!("  round {}/{ROUNDS}\r", round + 1);
@@ -94,6 +98,8 @@ pub(crate) fn latency(
         l.lib_unc.extend(p);
         l.lib_unc_acq.extend(a);
         l.lib_unc_rel.extend(r);
+        l.inter
+            .extend(interleaved::pairs(url, client, prefix, per_round));
         l.lib_re
             .extend(uncontended::reentrant(client, prefix, per_round));
         l.raw_pub
