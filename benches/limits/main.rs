@@ -7,13 +7,16 @@
 //!    hand-rolled "ideal client" handoff (waiter idle 1 ms and 20 ms), and
 //!    16 threads each on its own connection doing acquire+release pairs.
 //! 2. The library: uncontended `lock()` + drop, reentrant `lock()`
-//!    (`uncontended`), warm and cold handoff (`handoff`), the handoff with
-//!    the waiter idle 1 ms and 20 ms on the same client and on a second
-//!    client, against the ideal client (`idle`), 16 threads x 16 names and
-//!    8 threads on one name (`contention`), two clients x 4 threads on one
-//!    name: each client's share and handoffs/s (`share`), 64 parked threads
-//!    (CPU, `parked`), watchdog with 10,000 held locks (round trips per
-//!    renewal pass) and the RSS those locks add (`watchdog`).
+//!    (`uncontended`), uncontended `lock()` + drop and the raw acquire +
+//!    release pair alternated iteration by iteration in one loop on one
+//!    thread (`interleaved`: the placement-neutral comparison), warm and
+//!    cold handoff (`handoff`), the handoff with the waiter idle 1 ms and
+//!    20 ms on the same client and on a second client, against the ideal
+//!    client (`idle`), 16 threads x 16 names and 8 threads on one name
+//!    (`contention`), two clients x 4 threads on one name: each client's
+//!    share and handoffs/s (`share`), 64 parked threads (CPU, `parked`),
+//!    watchdog with 10,000 held locks (round trips per renewal pass) and
+//!    the RSS those locks add (`watchdog`).
 //! 3. Peers: the uncontended lock + unlock pair of redhold, raw, rslock,
 //!    rlock and redis-lock, from the `peers` binary of `benches/peers` run
 //!    as a subprocess on the same server (`peers`; left out, with the
@@ -21,7 +24,12 @@
 //!
 //! The raw limits and the library figures compared with them are measured
 //! in alternating rounds (`rounds`, `idle`; the peers binary alternates its
-//! own).
+//! own). Alternating rounds even out load, not placement: on a 2-vCPU VM
+//! that halts an idle vCPU, a round trip costs about 27 µs with the client
+//! thread on `redis-server`'s vCPU and 110-155 µs on the other, and two
+//! loops may land differently. So the uncontended pair is also measured
+//! interleaved (`interleaved`), and that row, not the own-loop one, is the
+//! one to read against the target.
 //!
 //! Prints one table (operation, library p50 / p99, raw p50, ratio, target,
 //! met?; `targets`) and, as the very last line on stdout, one JSON object
