@@ -11,7 +11,9 @@
 -- ARGV[5] "first" on a request's first attempt, "retry" on a later one,
 -- ARGV[6] (optional) the successor's field, ARGV[7] its lease in ms
 -- Reply: nil when the field does not hold the lock, 0 when holds remain,
--- 1 when the lock was freed and the release announced, 2 when it was
+-- {1, heard} when the lock was freed and the release announced to `heard`
+-- subscribers (the releasing client's own among them when it waits on the
+-- lock too: it tells from this whether another process waits), 2 when it was
 -- handed to the successor (nothing announced: the lock is still held), or
 -- {2, token} when it was handed over with a fencing token (KEYS[4]),
 -- 3 when a retry finds the field gone: an earlier attempt of this request
@@ -57,5 +59,4 @@ if ARGV[6] and redis.call('hlen', KEYS[1]) == 1 then
     return 2
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
-return 1
+return {1, redis.call(ARGV[4], KEYS[2], ARGV[1])}

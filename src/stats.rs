@@ -34,6 +34,11 @@ pub struct Stats {
     /// Locks a release of this client handed straight to a parked thread of
     /// this client, in the same script and without announcing them.
     pub direct_handoffs: u64,
+    /// Times a thread of this client, woken by a release of this client that
+    /// another process's subscriber heard too, stood back a moment before
+    /// its attempt, so that the other process's waiter could take the lock
+    /// first: clients take turns rather than race.
+    pub courtesy_pauses: u64,
 }
 
 /// The running totals behind [`Stats`], shared by the parts that count.
@@ -45,6 +50,7 @@ pub(crate) struct Counters {
     pub(crate) pubsub_reconnects: AtomicU64,
     pub(crate) local_handoffs: AtomicU64,
     pub(crate) direct_handoffs: AtomicU64,
+    pub(crate) courtesy_pauses: AtomicU64,
 }
 
 impl Counters {
@@ -70,6 +76,7 @@ impl Counters {
             pubsub_reconnects: self.pubsub_reconnects.load(Ordering::Relaxed),
             local_handoffs: self.local_handoffs.load(Ordering::Relaxed),
             direct_handoffs: self.direct_handoffs.load(Ordering::Relaxed),
+            courtesy_pauses: self.courtesy_pauses.load(Ordering::Relaxed),
         }
     }
 }

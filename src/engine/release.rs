@@ -6,7 +6,7 @@ use super::{target, Engine, LockRef, HANDOFF_GRACE};
 use crate::error::{Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
-use crate::kind::{ReleasedTo, Successor, GONE_ON_RETRY, HANDED_OVER};
+use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
 use crate::names;
 use crate::pubsub::Reserved;
 use crate::renewals::Which;
@@ -31,25 +31,24 @@ impl Engine {
             return Err(lost(lock.name));
         }
         let successor = self.successor(lock, hold);
-        let released = match &successor {
-            Some(reserved) => {
-                let offer = reserved.offer();
-                let to = Successor {
-                    field: &offer.field,
-                    lease_ms: offer.lease_ms,
-                    token_key: offer.token_key.as_deref(),
-                };
-                self.run_release(lock, &hold.record.field, |at, field, id| {
-                    lock.kind.release_to(at, field, id, to)
-                })
+        let to = successor.as_ref().map(|reserved| {
+            let offer = reserved.offer();
+            Successor {
+                field: &offer.field,
+                lease_ms: offer.lease_ms,
+                token_key: offer.token_key.as_deref(),
             }
-            None => self
-                .release_script(lock, &hold.record.field)
-                .map(|reply| ReleasedTo { reply, token: None }),
-        };
+        });
+        let released = self.run_release(lock, &hold.record.field, |at, field, id| {
+            lock.kind.release_to(at, field, id, to)
+        });
         // Dropped unsettled (an error, or no hand-over), the reserved
         // waiter wakes and tries the lock itself.
-        let ReleasedTo { reply, token } = released?;
+        let ReleasedTo {
+            reply,
+            token,
+            heard,
+        } = released?;
         match reply {
             Some(HANDED_OVER) => {
                 if let Some(reserved) = successor {
@@ -67,9 +66,9 @@ impl Engine {
                 Err(lost(lock.name))
             }
             Some(freed) => {
-                if freed == 1 || freed == GONE_ON_RETRY {
+                if freed == ANNOUNCED || freed == GONE_ON_RETRY {
                     if let Some(channel) = lock.kind.shared_channel() {
-                        self.pubsub.released(channel, HANDOFF_GRACE);
+                        self.pubsub.released(channel, HANDOFF_GRACE, heard);
                     }
                 }
                 Ok(())

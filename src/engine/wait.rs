@@ -93,6 +93,17 @@ impl<K: KindOps> Call<'_, K> {
             handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver { .. });
         }
         loop {
+            // Woken by an announcement another process heard too: let its
+            // waiter have this turn (see `pubsub/handover.rs`).
+            let courtesy = match (handed_wake_up, &subscription) {
+                (true, Some(subscription)) => subscription.courtesy_left(),
+                _ => None,
+            };
+            if let Some(courtesy) = courtesy {
+                Counters::bump(&engine.counters.courtesy_pauses);
+                let pause = left(Instant::now()).map_or(courtesy, |l| l.min(courtesy));
+                interrupt::sleep(pause, interrupt);
+            }
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 pass_on(handed_wake_up);
                 return Err(self.interrupted());
@@ -105,6 +116,9 @@ impl<K: KindOps> Call<'_, K> {
             if let (true, Some(subscription)) = (handed_wake_up, &subscription) {
                 // The woken waiter has had its turn: newcomers may try.
                 subscription.handoff_done();
+                if courtesy.is_some() {
+                    subscription.courtesy_ended(matches!(attempt, Ok(Attempt::Busy(_))));
+                }
             }
             let ttl = match attempt? {
                 Attempt::Acquired { grant, holds } => {

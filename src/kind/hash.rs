@@ -6,7 +6,7 @@
 use redis::Value;
 
 use super::sealed::unexpected_reply;
-use super::{ReleaseAttempts, ReleasedTo, Successor, Target, HANDED_OVER};
+use super::{ReleaseAttempts, ReleasedTo, Successor, Target, ANNOUNCED, HANDED_OVER};
 use crate::error::Result;
 use crate::scripts;
 
@@ -36,15 +36,16 @@ pub(super) fn release(
 }
 
 /// `lua/release.lua` with the unlock latch, handing a freed lock to
-/// `successor` (and drawing its fencing token when it names a counter).
+/// `successor`, if one is named (and drawing its fencing token when it
+/// names a counter).
 pub(super) fn release_to(
     at: Target<'_>,
     channel: &str,
     field: &str,
     request_id: &str,
-    successor: Successor<'_>,
+    successor: Option<Successor<'_>>,
 ) -> Result<ReleasedTo> {
-    run_release(at, channel, field, request_id, Some(successor))
+    run_release(at, channel, field, request_id, successor)
 }
 
 fn run_release(
@@ -81,22 +82,21 @@ fn run_release(
     released_to(at.name, &reply)
 }
 
-/// Reads a release reply: nil, a number, or `{2, token}` for a hand-over
-/// that drew a fencing token.
+/// Reads a release reply: nil, a number, `{1, heard}` for a release
+/// announced to `heard` subscribers, or `{2, token}` for a hand-over that
+/// drew a fencing token.
 fn released_to(name: &str, reply: &Value) -> Result<ReleasedTo> {
     match reply {
-        Value::Nil => Ok(ReleasedTo {
-            reply: None,
-            token: None,
-        }),
-        Value::Int(code) => Ok(ReleasedTo {
-            reply: Some(*code),
-            token: None,
-        }),
+        Value::Nil => Ok(ReleasedTo::code(None)),
+        Value::Int(code) => Ok(ReleasedTo::code(Some(*code))),
         Value::Array(items) => match items.as_slice() {
+            [Value::Int(ANNOUNCED), Value::Int(heard)] if *heard >= 0 => Ok(ReleasedTo {
+                heard: u64::try_from(*heard).ok(),
+                ..ReleasedTo::code(Some(ANNOUNCED))
+            }),
             [Value::Int(HANDED_OVER), Value::Int(token)] if *token > 0 => Ok(ReleasedTo {
-                reply: Some(HANDED_OVER),
                 token: u64::try_from(*token).ok(),
+                ..ReleasedTo::code(Some(HANDED_OVER))
             }),
             _ => Err(unexpected_reply(name, reply)),
         },

@@ -46,8 +46,8 @@ pub trait LockKind: sealed::KindOps {}
 impl<K: sealed::KindOps> LockKind for K {}
 
 pub(crate) use sealed::{
-    wrong_kind, Attempt, Handover, ReleaseAttempts, ReleasedTo, Successor, Target, GONE_ON_RETRY,
-    HANDED_OVER,
+    wrong_kind, Attempt, Handover, ReleaseAttempts, ReleasedTo, Successor, Target, ANNOUNCED,
+    GONE_ON_RETRY, HANDED_OVER,
 };
 
 pub(crate) mod sealed {
@@ -73,6 +73,9 @@ pub(crate) mod sealed {
         /// fair lock the time until this waiter's turn is due.
         Busy(i64),
     }
+
+    /// A release's reply when it freed the lock and announced it.
+    pub const ANNOUNCED: i64 = 1;
 
     /// A release's reply when it handed the lock to its [`Successor`].
     pub const HANDED_OVER: i64 = 2;
@@ -132,12 +135,26 @@ pub(crate) mod sealed {
     }
 
     /// What a release that could hand the lock over replied: the script's
-    /// reply (see [`KindOps::release`]) and, when it handed the lock to a
-    /// successor that needs one, the fencing token it drew for it.
+    /// reply (see [`KindOps::release`]); when it handed the lock to a
+    /// successor that needs one, the fencing token it drew for it; when it
+    /// announced the lock, how many subscribers heard it (if the script
+    /// says).
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct ReleasedTo {
         pub reply: Option<i64>,
         pub token: Option<u64>,
+        pub heard: Option<u64>,
+    }
+
+    impl ReleasedTo {
+        /// A reply with nothing but its code.
+        pub fn code(reply: Option<i64>) -> Self {
+            ReleasedTo {
+                reply,
+                token: None,
+                heard: None,
+            }
+        }
     }
 
     /// Where a kind's operations run: the server and the lock's name.
@@ -280,19 +297,20 @@ pub(crate) mod sealed {
         }
 
         /// [`release`](Self::release), except that a release that frees the
-        /// lock gives it to `successor` instead (one hold, its lease, its
-        /// token when it names a counter; nothing published) and replies
-        /// [`HANDED_OVER`]. Called only for kinds with a
+        /// lock gives it to `successor`, if one is named, instead (one hold,
+        /// its lease, its token when it names a counter; nothing published)
+        /// and replies [`HANDED_OVER`]; and a release that announces the
+        /// lock tells how many subscribers heard it, if the kind's script
+        /// says. A successor is named only for kinds with a
         /// [`handover`](Self::handover).
         fn release_to(
             &self,
             at: Target<'_>,
             field: &str,
             request_id: &str,
-            _successor: Successor<'_>,
+            _successor: Option<Successor<'_>>,
         ) -> Result<ReleasedTo> {
-            let reply = self.release(at, field, request_id)?;
-            Ok(ReleasedTo { reply, token: None })
+            self.release(at, field, request_id).map(ReleasedTo::code)
         }
 
         /// Deletes the lock whoever holds it and wakes waiters.

@@ -56,7 +56,7 @@ impl KindOps for Reentrant {
         at: Target<'_>,
         field: &str,
         request_id: &str,
-        successor: Successor<'_>,
+        successor: Option<Successor<'_>>,
     ) -> Result<ReleasedTo> {
         hash::release_to(at, &self.channel, field, request_id, successor)
     }

@@ -200,11 +200,26 @@ impl Channel {
         self.state.lock().waiters.parked_now()
     }
 
-    /// A local thread released the lock and announced it: if waiters are
-    /// parked here, the oldest is about to be woken, so newcomers stand back
-    /// for `grace`.
-    pub(crate) fn expect_handoff(&self, grace: Duration) {
-        self.state.lock().waiters.expect_handoff(grace);
+    /// A local thread released the lock and announced it to `heard`
+    /// subscribers (when the script says): if waiters are parked here, the
+    /// oldest is about to be woken, so newcomers stand back for `grace`, and
+    /// the one woken may owe other processes a courtesy first.
+    pub(crate) fn expect_handoff(&self, grace: Duration, heard: Option<u64>) {
+        let mut st = self.state.lock();
+        // Our own subscriber is among those who heard, when subscribed.
+        let ours = u64::from(st.sub == SubState::Subscribed);
+        let others_heard = heard.is_some_and(|heard| heard > ours);
+        st.waiters.expect_handoff(grace, others_heard);
+    }
+
+    /// How long a woken waiter still stands back (see `handover.rs`).
+    pub(crate) fn courtesy_left(&self) -> Option<Duration> {
+        self.state.lock().waiters.courtesy_left()
+    }
+
+    /// The waiter that stood back tried the lock; `used`: it found it taken.
+    pub(crate) fn courtesy_ended(&self, used: bool) {
+        self.state.lock().waiters.courtesy_ended(used);
     }
 
     /// Reserves the oldest parked waiter that may be handed the lock

@@ -95,11 +95,12 @@ impl PubSub {
         Subscription { registry, channel }
     }
 
-    /// A local thread fully released the lock announced on `channel`; see
+    /// A local thread fully released the lock announced on `channel`, and
+    /// `heard` subscribers heard it (when the script says); see
     /// [`Channel::expect_handoff`].
-    pub(crate) fn released(&self, channel: &str, grace: Duration) {
+    pub(crate) fn released(&self, channel: &str, grace: Duration, heard: Option<u64>) {
         if let Some(channel) = self.shared.registry.get(channel.as_bytes()) {
-            channel.expect_handoff(grace);
+            channel.expect_handoff(grace, heard);
         }
     }
 
@@ -186,6 +187,18 @@ impl Subscription<'_> {
     /// This waiter, woken by a release, has made its attempt on the lock.
     pub(crate) fn handoff_done(&self) {
         self.channel.handoff_done();
+    }
+
+    /// How long this waiter, woken by an announcement another process
+    /// heard too, should still stand back for it (see `handover.rs`).
+    pub(crate) fn courtesy_left(&self) -> Option<Duration> {
+        self.channel.courtesy_left()
+    }
+
+    /// This waiter stood back and then tried the lock: `used` when it found
+    /// the lock taken.
+    pub(crate) fn courtesy_ended(&self, used: bool) {
+        self.channel.courtesy_ended(used);
     }
 }
 

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use super::handover::{Offer, Run};
+use super::handover::{Courtesy, Offer, Run};
 use crate::interrupt::Interrupt;
 
 const WAITING: u8 = 0;
@@ -176,6 +176,8 @@ pub(super) struct Waiters {
     handoff_until: Option<Instant>,
     /// The direct hand-overs since a release last announced the lock.
     run: Run,
+    /// What announcements owe other processes (see `handover.rs`).
+    courtesy: Courtesy,
 }
 
 impl Waiters {
@@ -187,6 +189,7 @@ impl Waiters {
             permits: 0,
             handoff_until: None,
             run: Run::default(),
+            courtesy: Courtesy::default(),
         }
     }
 
@@ -265,14 +268,18 @@ impl Waiters {
     /// none, or when the run of hand-overs has reached its bound and this
     /// release must announce the lock to every process instead.
     pub(super) fn reserve(&mut self) -> Option<(Arc<Waiter>, Offer)> {
-        let (pos, offer) = self
+        let found = self
             .parked
             .iter()
             .enumerate()
-            .find_map(|(pos, w)| Some((pos, w.offer.clone()?)))?;
-        if !self.run.extend() {
+            .find_map(|(pos, w)| Some((pos, w.offer.clone()?)));
+        let Some((pos, offer)) = found.filter(|_| self.run.extend()) else {
+            // The release will announce the lock with waiters parked here.
+            if !self.parked.is_empty() {
+                self.courtesy.announcing();
+            }
             return None;
-        }
+        };
         let waiter = self.parked.remove(pos)?;
         let _ = waiter.reserved_at.set(Instant::now());
         waiter.state.store(RESERVED, Ordering::Release);
@@ -281,14 +288,28 @@ impl Waiters {
 
     /// A local thread released the lock and announced it: if waiters are
     /// parked here, the oldest is about to be woken, so newcomers stand back
-    /// for `grace`; if none is, nobody needs to.
-    pub(super) fn expect_handoff(&mut self, grace: Duration) {
+    /// for `grace`; if none is, nobody needs to. When `others_heard` (another
+    /// process's subscriber heard the announcement), the one woken may owe
+    /// them a [`Courtesy`] first.
+    pub(super) fn expect_handoff(&mut self, grace: Duration, others_heard: bool) {
         self.run = Run::default();
-        self.handoff_until = if !self.parked.is_empty() || self.permits > 0 {
+        let waiting = !self.parked.is_empty() || self.permits > 0;
+        self.handoff_until = if waiting {
             Instant::now().checked_add(grace)
         } else {
             None
         };
+        self.courtesy.announced(waiting && others_heard);
+    }
+
+    /// How long a woken waiter still stands back for other processes.
+    pub(super) fn courtesy_left(&self) -> Option<Duration> {
+        self.courtesy.left()
+    }
+
+    /// The waiter that stood back has tried the lock (see [`Courtesy::ended`]).
+    pub(super) fn courtesy_ended(&mut self, used: bool) {
+        self.courtesy.ended(used);
     }
 
     /// A local release handed the lock to a waiter: newcomers stand back
