@@ -267,10 +267,11 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     misses.sort();
+    let (direct_handoffs, courtesy_pauses) = crate::targets::take_handoff_counts();
     let summary = format!(
         "schedule {} seed={} mode={}: {} actors, {} ops, {} acquires, {} holds, acquires \
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], direct hand-overs \
-         in this process {}, {} violation(s); excused: {}",
+         in this process {}, courtesy pauses {}, {} violation(s); excused: {}",
         spec.index,
         spec.seed,
         mode,
@@ -282,7 +283,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         verdict.probes_checked,
         verdict.probes_skipped,
         fault_summary.unwrap_or_else(|| "none".into()),
-        crate::targets::take_direct_handoffs(),
+        direct_handoffs,
+        courtesy_pauses,
         violations.len(),
         excused
     );

@@ -233,10 +233,13 @@ impl ClientSet {
         )
     }
 
-    /// Shuts every client down, counting its direct hand-overs first.
+    /// Shuts every client down, counting its direct hand-overs and
+    /// courtesy pauses first.
     pub(crate) fn shutdown(&self) {
         for client in &self.clients {
-            DIRECT_HANDOFFS.fetch_add(client.stats().direct_handoffs, Ordering::Relaxed);
+            let stats = client.stats();
+            DIRECT_HANDOFFS.fetch_add(stats.direct_handoffs, Ordering::Relaxed);
+            COURTESY_PAUSES.fetch_add(stats.courtesy_pauses, Ordering::Relaxed);
             let _ = client.shutdown();
         }
     }
@@ -247,9 +250,16 @@ impl ClientSet {
 /// report shows the checker exercised that path.
 static DIRECT_HANDOFFS: AtomicU64 = AtomicU64::new(0);
 
-/// The direct hand-overs counted since the last call.
-pub(crate) fn take_direct_handoffs() -> u64 {
-    DIRECT_HANDOFFS.swap(0, Ordering::Relaxed)
+/// Courtesy pauses (a local waiter standing back for another process's)
+/// made by the clients this process shut down, likewise.
+static COURTESY_PAUSES: AtomicU64 = AtomicU64::new(0);
+
+/// The direct hand-overs and courtesy pauses counted since the last call.
+pub(crate) fn take_handoff_counts() -> (u64, u64) {
+    (
+        DIRECT_HANDOFFS.swap(0, Ordering::Relaxed),
+        COURTESY_PAUSES.swap(0, Ordering::Relaxed),
+    )
 }
 
 fn plain(c: &Client, n: String) -> Lock<Reentrant> {
