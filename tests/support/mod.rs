@@ -315,7 +315,7 @@ impl RedisServer {
         } else {
             &["--port", &port]
         };
-        let spawned = Command::new("redis-server")
+        let spawned = redis_server_command()
             .args(ports)
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--dir", &dir, "--logfile", &logfile])
@@ -461,6 +461,28 @@ fn fresh_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redhold-test-{}-{n}-{nanos}", std::process::id()));
     fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     dir
+}
+
+/// A command that runs `redis-server` (arguments to be added) so that it
+/// dies with this test process: a test binary killed mid-run runs no
+/// `Drop`, and its servers would outlive it. `sh` first starts a watcher
+/// that kills the server once this process is gone, then `exec`s the server
+/// in its own place, so the child's pid is the server's. The watcher looks
+/// once a second and ends by itself when the server does.
+pub(crate) fn redis_server_command() -> Command {
+    // `$$` stays the shell's pid in the subshell: the server's after `exec`.
+    const DIES_WITH_PARENT: &str = r#"parent=$1; shift
+(while kill -0 "$parent" && kill -0 $$; do sleep 1; done
+ kill -0 "$parent" || kill -9 $$) </dev/null >/dev/null 2>&1 &
+exec redis-server "$@""#;
+    let mut command = Command::new("sh");
+    command.args([
+        "-c",
+        DIES_WITH_PARENT,
+        "sh",
+        &std::process::id().to_string(),
+    ]);
+    command
 }
 
 /// Panics once per test binary when `redis-server` is missing or too old.

@@ -189,7 +189,7 @@ impl Sentinel {
         let output2 = output
             .try_clone()
             .map_err(|e| format!("cannot clone output file handle: {e}"))?;
-        let spawned = Command::new("redis-server")
+        let spawned = super::redis_server_command()
             .arg(&config)
             .arg("--sentinel")
             .stdin(Stdio::null())
