@@ -314,3 +314,47 @@ fn a_fenced_release_hands_a_plain_successor_no_token() {
     );
     assert_eq!(handed.scripts, 2, "{handed:?}");
 }
+
+#[test]
+fn a_thread_handed_the_lock_re_enters_at_once() {
+    // After a direct hand-over, threads of the client that come for the
+    // lock stand back (they would only find it held) for up to 50 ms. The
+    // thread it was handed to is no newcomer: its re-entry must not wait
+    // for a hand-over that nobody will make.
+    let server = RedisServer::start();
+    let client = server.client();
+    let re_entries = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..2)
+        .map(|i| {
+            let lock = client.lock("re-entered");
+            let re_entries = Arc::clone(&re_entries);
+            bounded::spawn(&format!("worker-{i}"), move || {
+                for _ in 0..20 {
+                    let outer = lock.lock().expect("lock");
+                    let started = std::time::Instant::now();
+                    let inner = lock.lock().expect("re-entry");
+                    re_entries.lock().push(started.elapsed());
+                    drop(inner);
+                    std::thread::sleep(Duration::from_millis(1));
+                    drop(outer);
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join_within(Duration::from_secs(60));
+    }
+    assert!(
+        client.stats().direct_handoffs > 0,
+        "the threads hand the lock over"
+    );
+    let mut re_entries = re_entries.lock().clone();
+    re_entries.sort();
+    let median = re_entries[re_entries.len() / 2];
+    // A re-entry is one round trip; a stand-back would last 50 ms.
+    assert!(
+        median < Duration::from_millis(25),
+        "median re-entry {median:?}: the holder stood back for itself"
+    );
+    assert!(!server.exists("re-entered"));
+}

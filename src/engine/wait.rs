@@ -22,7 +22,9 @@ type Acquired<G> = Result<Option<(Hold, G)>>;
 impl<K: KindOps> Call<'_, K> {
     /// A first attempt, unless a local waiter is being handed the lock (then
     /// this thread queues behind it instead of racing it: threads of one
-    /// client take turns), then the contended path.
+    /// client take turns), then the contended path. A thread that holds the
+    /// lock already (a re-entry, maybe of a lock just handed to it) never
+    /// stands back: no hand-over would ever come to it.
     pub(super) fn acquire_waiting(
         &self,
         wait: Option<Duration>,
@@ -32,7 +34,8 @@ impl<K: KindOps> Call<'_, K> {
             .lock
             .kind
             .shared_channel()
-            .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel));
+            .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel))
+            && !self.holds_already();
         if !stand_back {
             let started = Instant::now();
             if let Attempt::Acquired { grant, holds } = self.try_acquire(true)? {
@@ -40,6 +43,15 @@ impl<K: KindOps> Call<'_, K> {
             }
         }
         self.acquire_slow(wait, interrupt, stand_back)
+    }
+
+    /// Whether the calling thread holds the lock now, as far as this client
+    /// knows.
+    fn holds_already(&self) -> bool {
+        self.engine
+            .renewals
+            .find(self.lock.name, &self.field)
+            .is_some_and(|record| record.is_live())
     }
 
     /// The contended path: subscribe, try again, park until woken or the
