@@ -32,23 +32,13 @@ pub(super) fn release(
     field: &str,
     request_id: &str,
 ) -> Result<Option<i64>> {
-    Ok(run_release(at, channel, field, request_id, None)?.reply)
+    Ok(release_to(at, channel, field, request_id, None)?.reply)
 }
 
 /// `lua/release.lua` with the unlock latch, handing a freed lock to
 /// `successor`, if one is named (and drawing its fencing token when it
 /// names a counter).
 pub(super) fn release_to(
-    at: Target<'_>,
-    channel: &str,
-    field: &str,
-    request_id: &str,
-    successor: Option<Successor<'_>>,
-) -> Result<ReleasedTo> {
-    run_release(at, channel, field, request_id, successor)
-}
-
-fn run_release(
     at: Target<'_>,
     channel: &str,
     field: &str,

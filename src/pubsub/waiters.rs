@@ -273,13 +273,18 @@ impl Waiters {
             .iter()
             .enumerate()
             .find_map(|(pos, w)| Some((pos, w.offer.clone()?)));
-        let Some((pos, offer)) = found.filter(|_| self.run.extend()) else {
-            // The release will announce the lock with waiters parked here.
+        let Some((pos, offer)) = found else {
             if !self.parked.is_empty() {
+                // Announced with waiters parked here (none takes a hand-over).
                 self.courtesy.announcing();
             }
             return None;
         };
+        if !self.run.extend() {
+            // The run's bound: announced with waiters parked here.
+            self.courtesy.announcing();
+            return None;
+        }
         let waiter = self.parked.remove(pos)?;
         let _ = waiter.reserved_at.set(Instant::now());
         waiter.state.store(RESERVED, Ordering::Release);
