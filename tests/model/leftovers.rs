@@ -52,7 +52,9 @@ fn look(conn: &mut Connection, prefix: &str) -> redis::RedisResult<Remains> {
         for key in keys.into_iter().filter(|k| !k.starts_with(KEPT)) {
             let kind: String = redis::cmd("TYPE").arg(&key).query(conn)?;
             let ttl: i64 = redis::cmd("PTTL").arg(&key).query(conn)?;
-            if kind != "none" {
+            // PTTL -2: the key expired between the two calls. It is gone,
+            // not a key without TTL (-1), which would stay for good.
+            if kind != "none" && ttl != -2 {
                 remains.keys.insert(key, (kind, ttl));
             }
         }
