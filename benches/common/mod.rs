@@ -4,6 +4,9 @@
 //! this file with `#[path]`, so some helpers are unused in one of them.
 #![allow(dead_code)]
 
+#[path = "../../tests/support/server_command.rs"]
+mod server_command;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -53,6 +56,7 @@ impl BenchServer {
     /// Starts a private `redis-server`; panics with a clear message if it is
     /// not installed or does not come up.
     pub(crate) fn spawn() -> BenchServer {
+        check_installed();
         let mut last_err = String::new();
         // A free port can be taken by someone else between our probe and the
         // server's bind; try a few times.
@@ -62,7 +66,8 @@ impl BenchServer {
             std::fs::create_dir_all(&dir)
                 .unwrap_or_else(|e| panic!("bench: cannot create {}: {e}", dir.display()));
             let log = dir.join("redis.log");
-            let spawned = Command::new("redis-server")
+            // Dies with this process, even when a bench is killed mid-run.
+            let spawned = server_command::redis_server_command()
                 .arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1"])
@@ -78,15 +83,6 @@ impl BenchServer {
                 .spawn();
             let child = match spawned {
                 Ok(c) => c,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let _ = std::fs::remove_dir_all(&dir);
-                    panic!(
-                        "bench: `redis-server` was not found on PATH. Install it \
-                         (Debian/Ubuntu: `apt-get install -y redis-server`) or point \
-                         REDIS_URL at a running server, e.g. \
-                         REDIS_URL=redis://127.0.0.1:6379/ cargo bench"
-                    );
-                }
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&dir);
                     panic!("bench: could not start redis-server: {e}");
@@ -148,6 +144,21 @@ impl Drop for BenchServer {
         if let Some(dir) = self.dir.take() {
             let _ = std::fs::remove_dir_all(dir);
         }
+    }
+}
+
+/// Panics with a clear message when `redis-server` is not on PATH (the
+/// server is started through `sh`, which would only exit with 127).
+fn check_installed() {
+    match Command::new("redis-server").arg("--version").output() {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "bench: `redis-server` was not found on PATH. Install it \
+             (Debian/Ubuntu: `apt-get install -y redis-server`) or point \
+             REDIS_URL at a running server, e.g. \
+             REDIS_URL=redis://127.0.0.1:6379/ cargo bench"
+        ),
+        Err(e) => panic!("bench: cannot run `redis-server --version`: {e}"),
     }
 }
 

@@ -12,7 +12,10 @@ pub(crate) mod cluster;
 pub(crate) mod contention;
 pub(crate) mod replica;
 pub(crate) mod sentinel;
+pub(crate) mod server_command;
 pub(crate) mod tls;
+
+pub(crate) use server_command::redis_server_command;
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Write};
@@ -461,28 +464,6 @@ fn fresh_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redhold-test-{}-{n}-{nanos}", std::process::id()));
     fs::create_dir(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     dir
-}
-
-/// A command that runs `redis-server` (arguments to be added) so that it
-/// dies with this test process: a test binary killed mid-run runs no
-/// `Drop`, and its servers would outlive it. `sh` first starts a watcher
-/// that kills the server once this process is gone, then `exec`s the server
-/// in its own place, so the child's pid is the server's. The watcher looks
-/// once a second and ends by itself when the server does.
-pub(crate) fn redis_server_command() -> Command {
-    // `$$` stays the shell's pid in the subshell: the server's after `exec`.
-    const DIES_WITH_PARENT: &str = r#"parent=$1; shift
-(while kill -0 "$parent" && kill -0 $$; do sleep 1; done
- kill -0 "$parent" || kill -9 $$) </dev/null >/dev/null 2>&1 &
-exec redis-server "$@""#;
-    let mut command = Command::new("sh");
-    command.args([
-        "-c",
-        DIES_WITH_PARENT,
-        "sh",
-        &std::process::id().to_string(),
-    ]);
-    command
 }
 
 /// Panics once per test binary when `redis-server` is missing or too old.

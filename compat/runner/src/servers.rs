@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[path = "../../../tests/support/server_command.rs"]
+mod server_command;
+
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// One `redis-server`.
@@ -43,7 +46,8 @@ impl Server {
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
         let log = dir.join("log");
-        let child = Command::new("redis-server")
+        // Dies with the runner, even when the suite is killed mid-run.
+        let child = server_command::redis_server_command()
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
