@@ -71,3 +71,21 @@ pub(crate) fn vm_rss_bytes() -> u64 {
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
+
+/// Each thread of this process: its id, its name (`comm`) and nanoseconds
+/// spent on a CPU so far, where `/proc` gives them.
+pub(crate) fn thread_schedstat_ns() -> Vec<(u32, String, u64)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let tid = path.file_name()?.to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            let ns = std::fs::read_to_string(path.join("schedstat")).ok()?;
+            let ns = ns.split_whitespace().next()?.parse().ok()?;
+            Some((tid, comm.trim().to_string(), ns))
+        })
+        .collect()
+}
