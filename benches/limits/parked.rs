@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use redhold::Client;
 
-use crate::proc::{clock_ticks_per_s, proc_cpu_ticks, proc_schedstat_ns, thread_schedstat_ns};
+use crate::proc::{
+    clock_ticks_per_s, proc_cpu_ticks, thread_schedstat_ns, total_schedstat_ns, ThreadCpu,
+};
 
 const PARKED_THREADS: usize = 64;
 const PARKED_SECS: f64 = 2.0;
@@ -41,15 +43,13 @@ pub(crate) fn cpu(client: &Client, prefix: &str) -> Parked {
         }
         thread::sleep(Duration::from_millis(500)); // let them all park
         let tick0 = proc_cpu_ticks();
-        let ns0 = proc_schedstat_ns();
         let threads0 = thread_schedstat_ns();
         let t0 = Instant::now();
         thread::sleep(Duration::from_secs_f64(PARKED_SECS));
         let tick1 = proc_cpu_ticks();
-        let ns1 = proc_schedstat_ns();
         let threads1 = thread_schedstat_ns();
-        print_busiest(&threads0, &threads1, t0.elapsed());
         let el = t0.elapsed().as_secs_f64();
+        print_busiest(&threads0, &threads1, el);
         let early = acquired.load(Ordering::Relaxed);
         assert_eq!(early, 0, "a parked thread acquired a held lock");
         drop(held);
@@ -61,7 +61,7 @@ pub(crate) fn cpu(client: &Client, prefix: &str) -> Parked {
         let hz = clock_ticks_per_s();
         Parked {
             pct_ticks: (tick1 - tick0) as f64 / hz / el * 100.0,
-            pct_schedstat: match (ns0, ns1) {
+            pct_schedstat: match (total_schedstat_ns(&threads0), total_schedstat_ns(&threads1)) {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9 / el * 100.0),
                 _ => None,
             },
@@ -74,27 +74,24 @@ pub(crate) fn cpu(client: &Client, prefix: &str) -> Parked {
     }
 }
 
-/// Names the threads that used the most CPU while the waiters were parked,
-/// so that a high figure shows where it went (a parked waiter, or a thread
-/// an earlier section left running).
-fn print_busiest(before: &[(u32, String, u64)], after: &[(u32, String, u64)], over: Duration) {
-    let mut used: Vec<(u64, u32, &str)> = after
+/// Names the threads that used the most CPU while the waiters were parked
+/// (`over` seconds), so that a high figure shows where it went: a parked
+/// waiter, or a thread an earlier section left running.
+fn print_busiest(before: &[ThreadCpu], after: &[ThreadCpu], over: f64) {
+    let mut used: Vec<(u64, &ThreadCpu)> = after
         .iter()
-        .map(|(tid, name, ns)| {
-            let start = before
-                .iter()
-                .find(|(t, _, _)| t == tid)
-                .map_or(0, |(_, _, n)| *n);
-            (ns.saturating_sub(start), *tid, name.as_str())
+        .map(|t| {
+            let start = before.iter().find(|b| b.tid == t.tid).map_or(0, |b| b.ns);
+            (t.ns.saturating_sub(start), t)
         })
         .collect();
-    used.sort_unstable_by(|a, b| b.cmp(a));
+    used.sort_unstable_by_key(|(ns, _)| std::cmp::Reverse(*ns));
     let busiest: Vec<String> = used
         .iter()
         .take(4)
-        .map(|(ns, tid, name)| {
-            let pct = *ns as f64 / over.as_nanos() as f64 * 100.0;
-            format!("{name} ({tid}) {pct:.3} %")
+        .map(|(ns, t)| {
+            let pct = *ns as f64 / 1e9 / over * 100.0;
+            format!("{} ({}) {pct:.3} %", t.name, t.tid)
         })
         .collect();
     eprintln!(

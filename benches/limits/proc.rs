@@ -40,16 +40,10 @@ fn stat_cpu_ticks(path: &str) -> u64 {
     get(11) + get(12)
 }
 
-/// Sum over this process's threads of nanoseconds spent on a CPU.
-pub(crate) fn proc_schedstat_ns() -> Option<u64> {
-    let mut total = 0u64;
-    for entry in std::fs::read_dir("/proc/self/task").ok()? {
-        let path = entry.ok()?.path().join("schedstat");
-        if let Ok(s) = std::fs::read_to_string(path) {
-            total += s.split_whitespace().next()?.parse::<u64>().ok()?;
-        }
-    }
-    Some(total)
+/// Sum over this process's threads of nanoseconds spent on a CPU, from
+/// one [`thread_schedstat_ns`] reading; `None` when `/proc` gave none.
+pub(crate) fn total_schedstat_ns(threads: &[ThreadCpu]) -> Option<u64> {
+    (!threads.is_empty()).then(|| threads.iter().map(|t| t.ns).sum())
 }
 
 pub(crate) fn clock_ticks_per_s() -> f64 {
@@ -72,9 +66,17 @@ pub(crate) fn vm_rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-/// Each thread of this process: its id, its name (`comm`) and nanoseconds
-/// spent on a CPU so far, where `/proc` gives them.
-pub(crate) fn thread_schedstat_ns() -> Vec<(u32, String, u64)> {
+/// One thread of this process and the CPU time it has used so far.
+pub(crate) struct ThreadCpu {
+    pub(crate) tid: u32,
+    /// Its name (`comm`), as the kernel shortens it.
+    pub(crate) name: String,
+    /// Nanoseconds spent on a CPU (`schedstat`).
+    pub(crate) ns: u64,
+}
+
+/// Every thread of this process, where `/proc` gives them.
+pub(crate) fn thread_schedstat_ns() -> Vec<ThreadCpu> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -82,10 +84,14 @@ pub(crate) fn thread_schedstat_ns() -> Vec<(u32, String, u64)> {
         .filter_map(|entry| {
             let path = entry.ok()?.path();
             let tid = path.file_name()?.to_str()?.parse().ok()?;
-            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            let name = std::fs::read_to_string(path.join("comm")).ok()?;
             let ns = std::fs::read_to_string(path.join("schedstat")).ok()?;
             let ns = ns.split_whitespace().next()?.parse().ok()?;
-            Some((tid, comm.trim().to_string(), ns))
+            Some(ThreadCpu {
+                tid,
+                name: name.trim().to_string(),
+                ns,
+            })
         })
         .collect()
 }

@@ -8,10 +8,10 @@
 use std::process::Command;
 
 /// A command that runs `redis-server` (arguments to be added) so that it
-/// dies with this process. `sh` first starts a watcher
-/// that kills the server once this process is gone, then `exec`s the server
-/// in its own place, so the child's pid is the server's. The watcher looks
-/// once a second and ends by itself when the server does.
+/// dies with this process. `sh` first starts a watcher that kills the
+/// server once this process is gone, then `exec`s the server in its own
+/// place, so the child's pid is the server's. The watcher looks once a
+/// second and ends by itself when the server does.
 ///
 /// A missing `redis-server` shows as `sh` exiting with status 127, not as
 /// a spawn error: callers check for it first (`redis-server --version`).
