@@ -60,7 +60,10 @@ fn a_release_never_hands_the_lock_to_a_waiter_of_another_lock_on_its_channel() {
             "round {round}: {braced_name} has one holder, the other client"
         );
         drop(braced);
-        assert!(waiter.join_within(WAKE_LIMIT), "round {round}: its guard was held");
+        assert!(
+            waiter.join_within(WAKE_LIMIT),
+            "round {round}: its guard was held"
+        );
         assert!(!server.exists(&braced_name) && !server.exists(&plain_name));
     }
     assert_eq!(client.stats().direct_handoffs, 0, "nothing was handed over");

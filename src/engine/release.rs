@@ -68,7 +68,8 @@ impl Engine {
             Some(freed) => {
                 if freed == ANNOUNCED || freed == GONE_ON_RETRY {
                     if let Some(channel) = lock.kind.shared_channel() {
-                        self.pubsub.released(channel, HANDOFF_GRACE, heard);
+                        self.pubsub
+                            .released(channel, lock.name, HANDOFF_GRACE, heard);
                     }
                 }
                 Ok(())
@@ -144,7 +145,8 @@ impl Engine {
             return None;
         }
         lock.kind.handover()?;
-        self.pubsub.reserve_successor(lock.kind.shared_channel()?)
+        self.pubsub
+            .reserve_successor(lock.kind.shared_channel()?, lock.name)
     }
 }
 

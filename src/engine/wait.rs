@@ -34,7 +34,7 @@ impl<K: KindOps> Call<'_, K> {
             .lock
             .kind
             .shared_channel()
-            .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel))
+            .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel, self.lock.name))
             && !self.holds_already();
         if !stand_back {
             let started = Instant::now();
@@ -46,12 +46,21 @@ impl<K: KindOps> Call<'_, K> {
     }
 
     /// Whether the calling thread holds the lock now, as far as this client
-    /// knows.
+    /// knows: under its own field, or under one that lets it in at once (a
+    /// read lock taken by the thread that holds the write lock).
     fn holds_already(&self) -> bool {
-        self.engine
-            .renewals
-            .find(self.lock.name, &self.field)
-            .is_some_and(|record| record.is_live())
+        let holds = |field: &Arc<str>| {
+            self.engine
+                .renewals
+                .find(self.lock.name, field)
+                .is_some_and(|record| record.is_live())
+        };
+        holds(&self.field)
+            || self
+                .lock
+                .kind
+                .entered_through(&self.engine.base_field())
+                .is_some_and(|field| holds(&field))
     }
 
     /// The contended path: subscribe, try again, park until woken or the
@@ -70,11 +79,11 @@ impl<K: KindOps> Call<'_, K> {
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let left = |now: Instant| deadline.map(|d| d.saturating_duration_since(now));
         let confirm_for = left(Instant::now()).unwrap_or(Duration::MAX);
-        let subscription = self
-            .lock
-            .kind
-            .wait_channel(&self.field)
-            .map(|channel| engine.pubsub.subscribe(&channel, confirm_for));
+        let subscription = self.lock.kind.wait_channel(&self.field).map(|channel| {
+            engine
+                .pubsub
+                .subscribe(&channel, self.lock.name, confirm_for)
+        });
         // What a local release needs to hand this thread the lock directly.
         let offer = self.lock.kind.handover().map(|handover| Offer {
             field: self.field.clone(),

@@ -240,6 +240,14 @@ pub(crate) mod sealed {
             std::sync::Arc::clone(base)
         }
 
+        /// Another field of the same thread (whose plain field is `base`)
+        /// whose holds let it take this lock at once, whoever waits: a
+        /// thread that holds the write lock takes the read lock. `None` for
+        /// most kinds.
+        fn entered_through(&self, _base: &std::sync::Arc<str>) -> Option<std::sync::Arc<str>> {
+            None
+        }
+
         /// How the watchdog renews holds of this kind.
         fn renew_kind(&self) -> RenewKind {
             RenewKind::Hash

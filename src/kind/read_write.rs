@@ -80,6 +80,11 @@ impl KindOps for Read {
         }
     }
 
+    fn entered_through(&self, base: &Arc<str>) -> Option<Arc<str>> {
+        // The write lock's holder may take the read lock whoever waits.
+        Some(Arc::from(format!("{base}{WRITE_SUFFIX}")))
+    }
+
     fn renew_kind(&self) -> RenewKind {
         RenewKind::Read
     }

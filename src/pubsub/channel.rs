@@ -1,5 +1,5 @@
-//! One channel local threads wait on: its waiters (`waiters.rs`) and where
-//! its subscription stands.
+//! One channel local threads wait on: its waiters, lock by lock
+//! (`locks.rs`, `waiters.rs`), and where its subscription stands.
 //!
 //! Subscription states of a channel (changed under its mutex; the subscriber
 //! thread applies the server's confirmations in the order they arrive, which
@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::handover::Offer;
-use super::waiters::{Waiter, Waiters, Wake};
+use super::locks::Locks;
+use super::waiters::{Waiters, Wake};
 use crate::interrupt::Interrupt;
 
 /// Where a channel's subscription stands; see the module table.
@@ -46,7 +47,8 @@ pub(crate) struct Channel {
 #[derive(Debug)]
 struct ChannelState {
     sub: SubState,
-    waiters: Waiters,
+    /// The waiters of each lock announced on this channel.
+    locks: Locks,
     /// When the last waiter left, for the linger.
     idle_since: Option<Instant>,
     /// Wake every waiter when the next confirmation arrives: the connection
@@ -88,13 +90,16 @@ pub(super) enum Idle {
 }
 
 impl Channel {
-    /// A channel with its first waiter, whose SUBSCRIBE is due.
-    pub(super) fn new(name: &str) -> Channel {
+    /// A channel with its first waiter, a waiter for `lock`, whose
+    /// SUBSCRIBE is due.
+    pub(super) fn new(name: &str, lock: &str) -> Channel {
+        let mut locks = Locks::default();
+        locks.join(lock);
         Channel {
             name: Arc::from(name),
             state: Mutex::new(ChannelState {
                 sub: SubState::Requested,
-                waiters: Waiters::one(),
+                locks,
                 idle_since: None,
                 wake_all_on_confirm: false,
                 link: None,
@@ -105,11 +110,11 @@ impl Channel {
         }
     }
 
-    /// Counts one more waiter; true when the caller must send SUBSCRIBE
-    /// (the channel was being unsubscribed).
-    pub(super) fn add_waiter(&self) -> bool {
+    /// Counts one more waiter, for `lock`; true when the caller must send
+    /// SUBSCRIBE (the channel was being unsubscribed).
+    pub(super) fn add_waiter(&self, lock: &str) -> bool {
         let mut st = self.state.lock();
-        st.waiters.join();
+        st.locks.join(lock);
         st.idle_since = None;
         if st.sub == SubState::Unsubscribing {
             st.sub = SubState::Requested;
@@ -118,11 +123,11 @@ impl Channel {
         false
     }
 
-    /// Counts one waiter less; the channel lingers subscribed.
-    pub(super) fn remove_waiter(&self) {
+    /// Counts one waiter for `lock` less; the channel lingers subscribed.
+    pub(super) fn remove_waiter(&self, lock: &str) {
         let mut st = self.state.lock();
-        st.waiters.leave();
-        if st.waiters.count() == 0 {
+        st.locks.leave(lock);
+        if st.locks.count() == 0 {
             st.idle_since = Some(Instant::now());
         }
     }
@@ -136,7 +141,7 @@ impl Channel {
             // SUBSCRIBE that the server runs after this is on its way.
             return Unsubscribed::Ignored;
         }
-        if st.waiters.count() == 0 {
+        if st.locks.count() == 0 {
             return Unsubscribed::Unwanted;
         }
         st.sub = SubState::Requested;
@@ -151,14 +156,14 @@ impl Channel {
     #[cfg(feature = "cluster")]
     pub(super) fn is_unwanted(&self) -> bool {
         let st = self.state.lock();
-        st.waiters.count() == 0 && st.sub == SubState::Requested
+        st.locks.count() == 0 && st.sub == SubState::Requested
     }
 
     /// What the linger says of this channel on `link`; a channel marked
     /// [`Idle::Unsubscribe`] is `Unsubscribing` from now on.
     pub(super) fn idle(&self, linger: Duration, link: &str) -> Idle {
         let mut st = self.state.lock();
-        if st.waiters.count() == 0 && st.sub == SubState::Requested && st.link.is_none() {
+        if st.locks.count() == 0 && st.sub == SubState::Requested && st.link.is_none() {
             // Nothing on the server, nobody to subscribe for.
             return Idle::Forget;
         }
@@ -166,7 +171,7 @@ impl Channel {
             return Idle::Keep;
         }
         match st.idle_since {
-            Some(since) if st.waiters.count() == 0 && since.elapsed() >= linger => match st.sub {
+            Some(since) if st.locks.count() == 0 && since.elapsed() >= linger => match st.sub {
                 SubState::Subscribed => {
                     st.sub = SubState::Unsubscribing;
                     Idle::Unsubscribe
@@ -189,7 +194,7 @@ impl Channel {
     pub(super) fn close(&self) {
         let mut st = self.state.lock();
         st.closed = true;
-        st.waiters.wake_all();
+        st.locks.wake_all();
         drop(st);
         self.confirmed.notify_all();
     }
@@ -197,51 +202,30 @@ impl Channel {
     /// How many waiters are parked now.
     #[cfg(test)]
     pub(super) fn parked_now(&self) -> usize {
-        self.state.lock().waiters.parked_now()
+        self.state.lock().locks.parked_now()
     }
 
-    /// A local thread released the lock and announced it to `heard`
-    /// subscribers (when the script says): if waiters are parked here, the
-    /// oldest is about to be woken, so newcomers stand back for `grace`, and
-    /// the one woken may owe other processes a courtesy first.
-    pub(crate) fn expect_handoff(&self, grace: Duration, heard: Option<u64>) {
+    /// A local thread released `lock` and announced it to `heard`
+    /// subscribers (when the script says): if waiters of that lock are
+    /// parked here, the oldest is about to be woken, so newcomers stand back
+    /// for `grace`, and the one woken may owe other processes a courtesy
+    /// first.
+    pub(crate) fn expect_handoff(&self, lock: &str, grace: Duration, heard: Option<u64>) {
         let mut st = self.state.lock();
         // Our own subscriber is among those who heard, when subscribed.
         let ours = u64::from(st.sub == SubState::Subscribed);
         let others_heard = heard.is_some_and(|heard| heard > ours);
-        st.waiters.expect_handoff(grace, others_heard);
+        if let Some(waiters) = st.locks.of(lock) {
+            waiters.expect_handoff(grace, others_heard);
+        }
     }
 
-    /// How long a woken waiter still stands back (see `handover.rs`).
-    pub(crate) fn courtesy_left(&self) -> Option<Duration> {
-        self.state.lock().waiters.courtesy_left()
-    }
-
-    /// The waiter that stood back tried the lock; `used`: it found it taken.
-    pub(crate) fn courtesy_ended(&self, used: bool) {
-        self.state.lock().waiters.courtesy_ended(used);
-    }
-
-    /// Reserves the oldest parked waiter that may be handed the lock
-    /// directly (see `handover.rs`), if there is one and the run of
-    /// hand-overs allows another.
-    pub(super) fn reserve(&self) -> Option<(Arc<Waiter>, Offer)> {
-        self.state.lock().waiters.reserve()
-    }
-
-    /// A local release handed the lock to a parked waiter.
-    pub(super) fn handed_over(&self, grace: Duration) {
-        self.state.lock().waiters.handed_over(grace);
-    }
-
-    /// Whether a newcomer should stand back (see [`expect_handoff`](Self::expect_handoff)).
-    pub(crate) fn handoff_pending(&self) -> bool {
-        self.state.lock().waiters.handoff_pending()
-    }
-
-    /// The woken waiter has made its attempt: newcomers may try again.
-    pub(crate) fn handoff_done(&self) {
-        self.state.lock().waiters.handoff_done();
+    /// Runs `f` on the waiters of `lock` under the channel's mutex;
+    /// `None` when no thread ever waited for `lock` here. Waiters of other
+    /// locks on this channel are out of `f`'s reach: a hand-over, a
+    /// courtesy or a passed-on wake-up concerns one lock only.
+    pub(super) fn with_lock<R>(&self, lock: &str, f: impl FnOnce(&mut Waiters) -> R) -> Option<R> {
+        self.state.lock().locks.of(lock).map(f)
     }
 
     /// Whether the server has confirmed the subscription.
@@ -283,7 +267,7 @@ impl Channel {
     /// Whether a local thread still waits on this channel, so that it must
     /// be subscribed again after a reconnect.
     pub(crate) fn has_waiters(&self) -> bool {
-        self.state.lock().waiters.count() > 0
+        self.state.lock().locks.count() > 0
     }
 
     /// Records the connection a SUBSCRIBE for this channel is about to go
@@ -319,7 +303,7 @@ impl Channel {
     #[cfg(feature = "cluster")]
     pub(crate) fn wants_subscription(&self) -> bool {
         let st = self.state.lock();
-        st.waiters.count() > 0 && st.sub == SubState::Requested
+        st.locks.count() > 0 && st.sub == SubState::Requested
     }
 
     /// Whether this channel is unconfirmed on `link`: its SUBSCRIBE went
@@ -336,7 +320,7 @@ impl Channel {
         if st.sub == SubState::Requested {
             st.sub = SubState::Subscribed;
             if std::mem::take(&mut st.wake_all_on_confirm) {
-                st.waiters.wake_all();
+                st.locks.wake_all();
             }
         }
         drop(st);
@@ -350,27 +334,28 @@ impl Channel {
         st.sub = SubState::Requested;
         st.link = None;
         st.wake_all_on_confirm = true;
-        st.waiters.wake_all();
+        st.locks.wake_all();
         drop(st);
         self.confirmed.notify_all();
     }
 
-    /// Hands one wake-up to the oldest parked waiter, or keeps it for the
-    /// next waiter to park.
-    pub(crate) fn wake_one(&self) {
-        self.state.lock().waiters.wake_one();
+    /// A release was announced on this channel, for one of its locks (the
+    /// message does not say which): one wake-up for each lock's waiters.
+    pub(crate) fn wake_one_each(&self) {
+        self.state.lock().locks.wake_one_each();
     }
 
     /// Wakes every waiter, parked or about to park.
     pub(crate) fn wake_all(&self) {
-        self.state.lock().waiters.wake_all();
+        self.state.lock().locks.wake_all();
     }
 
-    /// Parks the calling thread until a wake-up reaches it, a release hands
-    /// it the lock (only with an `offer`), `timeout` passes or `interrupt`
-    /// is triggered.
+    /// Parks the calling thread, a waiter for `lock`, until a wake-up
+    /// reaches it, a release hands it the lock (only with an `offer`),
+    /// `timeout` passes or `interrupt` is triggered.
     pub(crate) fn park(
         &self,
+        lock: &str,
         timeout: Duration,
         interrupt: Option<&Interrupt>,
         offer: Option<Offer>,
@@ -379,14 +364,15 @@ impl Channel {
         let deadline = Instant::now().checked_add(timeout);
         let waiter = {
             let mut st = self.state.lock();
-            if st.waiters.take_permit() {
+            let waiters = st.locks.entry(lock);
+            if waiters.take_permit() {
                 return Wake::Notified;
             }
-            st.waiters.enqueue(offer)
+            waiters.enqueue(offer)
         };
         let outcome = waiter.sleep(deadline, interrupt);
         if matches!(outcome, Wake::Notified | Wake::HandedOver { .. })
-            || self.state.lock().waiters.dequeue(&waiter)
+            || self.state.lock().locks.entry(lock).dequeue(&waiter)
         {
             return outcome;
         }

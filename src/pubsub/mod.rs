@@ -17,6 +17,7 @@
 mod channel;
 mod handover;
 mod links;
+mod locks;
 mod registry;
 mod reserved;
 #[cfg(feature = "cluster")]
@@ -39,6 +40,7 @@ pub(crate) use handover::Offer;
 use links::{Router, Shared};
 use registry::{Joined, Registry};
 pub(crate) use reserved::Reserved;
+use waiters::Waiters;
 pub(crate) use waiters::Wake;
 
 /// The client's pub/sub service.
@@ -67,15 +69,21 @@ impl PubSub {
         Ok(PubSub { shared })
     }
 
-    /// Registers the calling thread as a waiter on `channel` and makes sure
-    /// the channel is subscribed. Waits for the server's confirmation at most
+    /// Registers the calling thread as a waiter for `lock` on `channel` (the
+    /// channel `lock`'s releases are announced on) and makes sure the
+    /// channel is subscribed. Waits for the server's confirmation at most
     /// the response timeout (or `max_wait` if shorter), and only while a
     /// SUBSCRIBE is on its way: without it a release could go unheard, which
     /// costs time (the waiter sleeps until the lock's TTL, or until the
     /// subscription is confirmed later) but never safety.
-    pub(crate) fn subscribe(&self, channel: &str, max_wait: Duration) -> Subscription<'_> {
+    pub(crate) fn subscribe(
+        &self,
+        channel: &str,
+        lock: &Arc<str>,
+        max_wait: Duration,
+    ) -> Subscription<'_> {
         let registry = &self.shared.registry;
-        let channel = match registry.join(channel) {
+        let channel = match registry.join(channel, lock) {
             Joined::Ready(channel) => channel,
             Joined::MustSubscribe(channel) => {
                 router::subscribe(&self.shared, &channel);
@@ -92,24 +100,30 @@ impl PubSub {
                 channel.name
             );
         }
-        Subscription { registry, channel }
-    }
-
-    /// A local thread fully released the lock announced on `channel`, and
-    /// `heard` subscribers heard it (when the script says); see
-    /// [`Channel::expect_handoff`].
-    pub(crate) fn released(&self, channel: &str, grace: Duration, heard: Option<u64>) {
-        if let Some(channel) = self.shared.registry.get(channel.as_bytes()) {
-            channel.expect_handoff(grace, heard);
+        Subscription {
+            registry,
+            channel,
+            lock: Arc::clone(lock),
         }
     }
 
-    /// Reserves a thread parked on `channel` that a release about to free
-    /// the lock may hand it to directly (see `handover.rs`).
-    pub(crate) fn reserve_successor(&self, channel: &str) -> Option<Reserved> {
+    /// A local thread fully released `lock`, announced on `channel`, and
+    /// `heard` subscribers heard it (when the script says); see
+    /// [`Channel::expect_handoff`].
+    pub(crate) fn released(&self, channel: &str, lock: &str, grace: Duration, heard: Option<u64>) {
+        if let Some(channel) = self.shared.registry.get(channel.as_bytes()) {
+            channel.expect_handoff(lock, grace, heard);
+        }
+    }
+
+    /// Reserves a thread parked for `lock` on `channel` that a release
+    /// about to free `lock` may hand it to directly (see `handover.rs`).
+    /// Threads parked on the same channel for another lock (`x` and `{x}`
+    /// share one) are never chosen.
+    pub(crate) fn reserve_successor(&self, channel: &str, lock: &Arc<str>) -> Option<Reserved> {
         let channel = self.shared.registry.get(channel.as_bytes())?;
-        let (waiter, offer) = channel.reserve()?;
-        Some(Reserved::new(channel, waiter, offer))
+        let (waiter, offer) = channel.with_lock(lock, Waiters::reserve)??;
+        Some(Reserved::new(channel, Arc::clone(lock), waiter, offer))
     }
 
     /// How many channels the server has confirmed a subscription to.
@@ -122,13 +136,14 @@ impl PubSub {
             .count()
     }
 
-    /// Whether a thread about to take the lock announced on `channel` should
-    /// stand back for a local waiter that is being woken.
-    pub(crate) fn handoff_pending(&self, channel: &str) -> bool {
+    /// Whether a thread about to take `lock`, announced on `channel`,
+    /// should stand back for a local waiter of it that is being woken.
+    pub(crate) fn handoff_pending(&self, channel: &str, lock: &str) -> bool {
         self.shared
             .registry
             .get(channel.as_bytes())
-            .is_some_and(|channel| channel.handoff_pending())
+            .and_then(|channel| channel.with_lock(lock, |waiters| waiters.handoff_pending()))
+            .unwrap_or(false)
     }
 
     /// Stops the background threads, wakes every waiter so that it sees the
@@ -159,11 +174,14 @@ impl Drop for PubSub {
     }
 }
 
-/// A thread's membership of a channel's waiters; leaving is automatic on drop.
+/// A thread's membership of a channel's waiters for one lock; leaving is
+/// automatic on drop.
 #[derive(Debug)]
 pub(crate) struct Subscription<'a> {
     registry: &'a Registry,
     channel: Arc<Channel>,
+    /// The lock waited for (other locks may share the channel).
+    lock: Arc<str>,
 }
 
 impl Subscription<'_> {
@@ -176,34 +194,38 @@ impl Subscription<'_> {
         interrupt: Option<&Interrupt>,
         offer: Option<Offer>,
     ) -> Wake {
-        self.channel.park(timeout, interrupt, offer)
+        self.channel.park(&self.lock, timeout, interrupt, offer)
     }
 
-    /// Hands a wake-up this waiter received but will not use to the next one.
+    /// Hands a wake-up this waiter received but will not use to the next
+    /// waiter of the same lock.
     pub(crate) fn pass_on(&self) {
-        self.channel.wake_one();
+        self.channel.with_lock(&self.lock, Waiters::wake_one);
     }
 
     /// This waiter, woken by a release, has made its attempt on the lock.
     pub(crate) fn handoff_done(&self) {
-        self.channel.handoff_done();
+        self.channel.with_lock(&self.lock, Waiters::handoff_done);
     }
 
     /// How long this waiter, woken by an announcement another process
     /// heard too, should still stand back for it (see `handover.rs`).
     pub(crate) fn courtesy_left(&self) -> Option<Duration> {
-        self.channel.courtesy_left()
+        self.channel
+            .with_lock(&self.lock, |waiters| waiters.courtesy_left())
+            .flatten()
     }
 
     /// This waiter stood back and then tried the lock: `used` when it found
     /// the lock taken.
     pub(crate) fn courtesy_ended(&self, used: bool) {
-        self.channel.courtesy_ended(used);
+        self.channel
+            .with_lock(&self.lock, |waiters| waiters.courtesy_ended(used));
     }
 }
 
 impl Drop for Subscription<'_> {
     fn drop(&mut self) {
-        self.registry.leave(&self.channel);
+        self.registry.leave(&self.channel, &self.lock);
     }
 }

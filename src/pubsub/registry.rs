@@ -28,24 +28,26 @@ pub(crate) enum Joined {
 }
 
 impl Registry {
-    /// Adds a waiter to `name`, creating the channel entry if needed.
-    pub(crate) fn join(&self, name: &str) -> Joined {
+    /// Adds a waiter for `lock` to the channel `name`, creating the channel
+    /// entry if needed.
+    pub(crate) fn join(&self, name: &str, lock: &str) -> Joined {
         let mut channels = self.channels.lock();
         if let Some(channel) = channels.get(name) {
             let channel = Arc::clone(channel);
-            return match channel.add_waiter() {
+            return match channel.add_waiter(lock) {
                 true => Joined::MustSubscribe(channel),
                 false => Joined::Ready(channel),
             };
         }
-        let channel = Arc::new(Channel::new(name));
+        let channel = Arc::new(Channel::new(name, lock));
         channels.insert(Arc::clone(&channel.name), Arc::clone(&channel));
         Joined::MustSubscribe(channel)
     }
 
-    /// Removes a waiter from its channel; the channel lingers subscribed.
-    pub(crate) fn leave(&self, channel: &Channel) {
-        channel.remove_waiter();
+    /// Removes a waiter for `lock` from its channel; the channel lingers
+    /// subscribed.
+    pub(crate) fn leave(&self, channel: &Channel, lock: &str) {
+        channel.remove_waiter(lock);
     }
 
     /// The channel called `name`, if any local thread waits or waited on it.
@@ -179,8 +181,8 @@ mod tests {
     #[test]
     fn first_waiter_subscribes_later_ones_share() {
         let reg = Registry::default();
-        let (a, must_a) = joined(reg.join("ch"));
-        let (b, must_b) = joined(reg.join("ch"));
+        let (a, must_a) = joined(reg.join("ch", "lock"));
+        let (b, must_b) = joined(reg.join("ch", "lock"));
         assert!(must_a && !must_b);
         assert!(Arc::ptr_eq(&a, &b));
     }
@@ -188,11 +190,14 @@ mod tests {
     #[test]
     fn a_wake_up_before_parking_is_kept() {
         let reg = Registry::default();
-        let (ch, _) = joined(reg.join("ch"));
-        ch.wake_one();
-        assert_eq!(ch.park(Duration::from_secs(5), None, None), Wake::Notified);
+        let (ch, _) = joined(reg.join("ch", "lock"));
+        ch.wake_one_each();
         assert_eq!(
-            ch.park(Duration::from_millis(10), None, None),
+            ch.park("lock", Duration::from_secs(5), None, None),
+            Wake::Notified
+        );
+        assert_eq!(
+            ch.park("lock", Duration::from_millis(10), None, None),
             Wake::TimedOut
         );
     }
@@ -200,23 +205,23 @@ mod tests {
     #[test]
     fn wake_one_frees_the_oldest_parked_waiter() {
         let reg = Arc::new(Registry::default());
-        let (ch, _) = joined(reg.join("ch"));
-        let (_, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
+        let (_, _) = joined(reg.join("ch", "lock"));
         let parked = {
             let ch = Arc::clone(&ch);
-            thread::spawn(move || ch.park(Duration::from_secs(10), None, None))
+            thread::spawn(move || ch.park("lock", Duration::from_secs(10), None, None))
         };
         while ch.parked_now() == 0 {
             thread::yield_now();
         }
-        ch.wake_one();
+        ch.wake_one_each();
         assert_eq!(parked.join().unwrap(), Wake::Notified);
     }
 
     #[test]
     fn interrupt_ends_a_park() {
         let reg = Registry::default();
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         let stop = Interrupt::new();
         let trigger = {
             let stop = stop.clone();
@@ -226,7 +231,7 @@ mod tests {
             })
         };
         assert_eq!(
-            ch.park(Duration::from_secs(10), Some(&stop), None),
+            ch.park("lock", Duration::from_secs(10), Some(&stop), None),
             Wake::Interrupted
         );
         trigger.join().unwrap();
@@ -236,16 +241,16 @@ mod tests {
     #[test]
     fn idle_channels_are_unsubscribed_after_the_linger() {
         let reg = Registry::default();
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         ch.confirm();
-        reg.leave(&ch);
+        reg.leave(&ch, "lock");
         ch.assign(&Arc::from("node"));
         assert!(reg.take_idle(Duration::from_secs(60), "node").is_empty());
         assert!(reg.take_idle(Duration::ZERO, "elsewhere").is_empty());
         let idle = reg.take_idle(Duration::ZERO, "node");
         assert_eq!(idle.len(), 1);
         // A waiter that comes back must subscribe again.
-        let (_, must) = joined(reg.join("ch"));
+        let (_, must) = joined(reg.join("ch", "lock"));
         assert!(must);
         // Its UNSUBSCRIBE is confirmed before the waiter's SUBSCRIBE.
         assert!(!reg.unsubscribed(&ch, "node"));
@@ -260,12 +265,12 @@ mod tests {
     fn a_subscribe_that_overtook_the_unsubscribe_is_sent_again() {
         let reg = Registry::default();
         let link: Arc<str> = Arc::from("pubsub");
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         ch.assign(&link);
         ch.confirm();
-        reg.leave(&ch);
+        reg.leave(&ch, "lock");
         assert_eq!(reg.take_idle(Duration::ZERO, "pubsub").len(), 1);
-        let (again, must) = joined(reg.join("ch"));
+        let (again, must) = joined(reg.join("ch", "lock"));
         assert!(must && Arc::ptr_eq(&ch, &again));
         // SUBSCRIBE overtook UNSUBSCRIBE: their confirmations in that order.
         ch.confirm();
@@ -290,19 +295,19 @@ mod tests {
     fn an_overtaken_channel_nobody_waits_on_is_forgotten() {
         let reg = Registry::default();
         let link: Arc<str> = Arc::from("pubsub");
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         ch.assign(&link);
         ch.confirm();
-        reg.leave(&ch);
+        reg.leave(&ch, "lock");
         assert_eq!(reg.take_idle(Duration::ZERO, "pubsub").len(), 1);
-        let (_, must) = joined(reg.join("ch"));
+        let (_, must) = joined(reg.join("ch", "lock"));
         assert!(must);
         ch.assign(&link);
         ch.confirm();
-        reg.leave(&ch);
+        reg.leave(&ch, "lock");
         assert!(!reg.unsubscribed(&ch, "pubsub"));
         assert!(reg.get(b"ch").is_none());
-        let (_, must) = joined(reg.join("ch"));
+        let (_, must) = joined(reg.join("ch", "lock"));
         assert!(must);
     }
 
@@ -311,7 +316,7 @@ mod tests {
     #[test]
     fn an_unsubscribe_from_another_connection_is_ignored() {
         let reg = Registry::default();
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         ch.assign(&Arc::from("new-node"));
         ch.confirm();
         assert!(!reg.unsubscribed(&ch, "old-node"));
@@ -325,7 +330,7 @@ mod tests {
     fn nothing_sent_means_no_wait_for_a_confirmation() {
         let reg = Registry::default();
         let link: Arc<str> = Arc::from("pubsub");
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         let token = ch.assign(&link);
         ch.send_failed(token);
         assert!(!ch.wait_subscribed(Duration::from_secs(600)));
@@ -338,7 +343,10 @@ mod tests {
         // The confirmation, when it comes, wakes the waiter.
         ch.assign(&link);
         ch.confirm();
-        assert_eq!(ch.park(Duration::from_secs(5), None, None), Wake::Notified);
+        assert_eq!(
+            ch.park("lock", Duration::from_secs(5), None, None),
+            Wake::Notified
+        );
     }
 
     /// Issue 5: a channel whose SUBSCRIBE never went out (its connection
@@ -347,9 +355,9 @@ mod tests {
     #[test]
     fn an_unsent_channel_nobody_waits_on_is_forgotten() {
         let reg = Registry::default();
-        let (ch, must) = joined(reg.join("ch"));
+        let (ch, must) = joined(reg.join("ch", "lock"));
         assert!(must);
-        reg.leave(&ch);
+        reg.leave(&ch, "lock");
         let _ = reg.take_idle(Duration::ZERO, "node");
         assert!(reg.get(b"ch").is_none(), "the entry lingers: {ch:?}");
     }
@@ -359,12 +367,12 @@ mod tests {
     #[test]
     fn endless_timeouts_do_not_overflow() {
         let reg = Registry::default();
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         ch.assign(&Arc::from("pubsub"));
         ch.confirm();
         assert!(ch.wait_subscribed(Duration::MAX));
-        ch.wake_one();
-        assert_eq!(ch.park(Duration::MAX, None, None), Wake::Notified);
+        ch.wake_one_each();
+        assert_eq!(ch.park("lock", Duration::MAX, None, None), Wake::Notified);
     }
 
     /// Issue 10: shutting down ends a wait for a confirmation at once, not
@@ -372,7 +380,7 @@ mod tests {
     #[test]
     fn wake_everyone_ends_a_wait_for_the_confirmation() {
         let reg = Arc::new(Registry::default());
-        let (ch, _) = joined(reg.join("ch"));
+        let (ch, _) = joined(reg.join("ch", "lock"));
         ch.assign(&Arc::from("pubsub"));
         let (done, result) = std::sync::mpsc::channel();
         let waiting = {

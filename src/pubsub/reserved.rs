@@ -16,17 +16,26 @@ use super::waiters::Waiter;
 #[derive(Debug)]
 pub(crate) struct Reserved {
     channel: Arc<Channel>,
+    /// The lock being handed over, among those that share the channel.
+    lock: Arc<str>,
     waiter: Arc<Waiter>,
     offer: Offer,
     settled: bool,
 }
 
 impl Reserved {
-    /// Reserves `waiter` and wakes it to spin for the outcome.
-    pub(super) fn new(channel: Arc<Channel>, waiter: Arc<Waiter>, offer: Offer) -> Reserved {
+    /// Reserves `waiter`, a waiter for `lock`, and wakes it to spin for
+    /// the outcome.
+    pub(super) fn new(
+        channel: Arc<Channel>,
+        lock: Arc<str>,
+        waiter: Arc<Waiter>,
+        offer: Offer,
+    ) -> Reserved {
         waiter.wake_to_spin();
         Reserved {
             channel,
+            lock,
             waiter,
             offer,
             settled: false,
@@ -42,7 +51,8 @@ impl Reserved {
     /// waiter a fencing token): the waiter holds it now. Local newcomers
     /// stand back for `grace` (they would find it held).
     pub(crate) fn hand_over(mut self, grace: Duration, token: Option<u64>) {
-        self.channel.handed_over(grace);
+        self.channel
+            .with_lock(&self.lock, |waiters| waiters.handed_over(grace));
         self.settled = true;
         self.waiter.handed(token);
     }

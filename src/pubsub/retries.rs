@@ -83,7 +83,7 @@ mod tests {
     use super::*;
 
     fn channel() -> Arc<Channel> {
-        Arc::new(Channel::new("c"))
+        Arc::new(Channel::new("c", "lock"))
     }
 
     #[test]

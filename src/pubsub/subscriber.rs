@@ -131,8 +131,10 @@ fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
     match kind.as_slice() {
         b"message" | b"smessage" => {
             match items.get(2) {
+                // The message names the channel, not the lock: with locks
+                // that share it, one wake-up each.
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"0" => {
-                    channel.wake_one()
+                    channel.wake_one_each()
                 }
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"1" => {
                     channel.wake_all()

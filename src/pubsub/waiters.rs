@@ -1,9 +1,10 @@
-//! The local threads waiting on one channel: how many there are, which of
-//! them are parked (oldest first), the wake-ups kept for those about to
-//! park, the grace a local release gives the waiter it wakes, and the run
-//! of direct hand-overs (see `handover.rs`).
+//! The local threads waiting for one lock on one channel: how many there
+//! are, which of them are parked (oldest first), the wake-ups kept for
+//! those about to park, the grace a local release gives the waiter it
+//! wakes, and the run of direct hand-overs (see `handover.rs`).
 //!
-//! A [`Waiters`] lives under its channel's mutex; a parked thread sleeps on
+//! A [`Waiters`] lives under its channel's mutex, beside those of the other
+//! locks that share the channel (see `locks.rs`); a parked thread sleeps on
 //! its own [`Waiter`] handle, without that mutex.
 //!
 //! A parked waiter's life: `WAITING`, then `NOTIFIED` (try the lock), or
@@ -159,8 +160,8 @@ impl Waiter {
     }
 }
 
-/// The waiters of one channel.
-#[derive(Debug)]
+/// The waiters of one lock on one channel.
+#[derive(Debug, Default)]
 pub(super) struct Waiters {
     /// Local threads between `subscribe` and the end of their wait.
     count: usize,
@@ -181,18 +182,6 @@ pub(super) struct Waiters {
 }
 
 impl Waiters {
-    /// The first waiter of a channel.
-    pub(super) fn one() -> Waiters {
-        Waiters {
-            count: 1,
-            parked: VecDeque::new(),
-            permits: 0,
-            handoff_until: None,
-            run: Run::default(),
-            courtesy: Courtesy::default(),
-        }
-    }
-
     /// How many threads wait.
     pub(super) fn count(&self) -> usize {
         self.count
