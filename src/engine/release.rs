@@ -9,7 +9,7 @@ use crate::kind::sealed::KindOps;
 use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
 use crate::names;
 use crate::pubsub::Reserved;
-use crate::renewals::Which;
+use crate::renewals::{Kept, Which};
 use crate::stats::Counters;
 
 impl Engine {
@@ -27,8 +27,11 @@ impl Engine {
                 watched: hold.is_watched(),
             },
         };
-        if !self.renewals.release_one(&hold.record, which) {
-            return Err(lost(lock.name));
+        match self.renewals.release_one(&hold.record, which) {
+            Ok(()) => {}
+            Err(Kept::Stale) => return Err(lost(lock.name)),
+            // Every hold has a live guard: only that guard may give it back.
+            Err(Kept::Guarded) => return Err(not_held(lock.name)),
         }
         let successor = self.successor(lock, hold);
         let to = successor.as_ref().map(|reserved| {
@@ -96,13 +99,12 @@ impl Engine {
                     renewal: Renewal::Unguarded,
                 },
             ),
-            // No hold known here; Redis may still count one that no guard
-            // stands for (see `release_orphans`): give that back.
+            // No hold known here, so no live guard either; Redis may still
+            // count one that no guard stands for (see `release_orphans`):
+            // give that back.
             None => match self.release_script(lock, &field)? {
                 Some(_) => Ok(()),
-                None => Err(Error::NotHeld {
-                    lock: names::shorten(lock.name),
-                }),
+                None => Err(not_held(lock.name)),
             },
         }
     }
@@ -145,6 +147,12 @@ impl Engine {
         }
         lock.kind.handover()?;
         self.pubsub.reserve_successor(lock.kind.shared_channel()?)
+    }
+}
+
+fn not_held(name: &str) -> Error {
+    Error::NotHeld {
+        lock: names::shorten(name),
     }
 }
 
