@@ -16,12 +16,13 @@
 -- lock too: it tells from this whether another process waits), 2 when it was
 -- handed to the successor (nothing announced: the lock is still held), or
 -- {2, token} when it was handed over with a fencing token (KEYS[4]),
--- 3 when a retry finds the field gone: an earlier attempt of this request
--- may have freed it (its reply lost), or the hold was lost before.
+-- 3 when a retry finds the field gone and no latch: no earlier attempt of
+-- this request released anything, so the hold was lost before.
 --
--- Only a reply 0 is latched: a retry of a release that freed the lock
--- finds the field gone and must not count as a second release, which reply
--- 3 tells the caller. A first attempt has no latch to read. A successor whose
+-- Every release of a hold is latched (0, 1, 2 or "2:<token>"), so that a
+-- retry whose earlier attempt ran replays its reply ({1, heard} replays as
+-- 1), and a retry that finds neither latch nor field knows the hold was not
+-- ours any more. A first attempt has no latch to read. A successor whose
 -- token counter INCR would refuse (not a non-negative integer) is not
 -- handed the lock: the lock is freed and announced instead, so nothing is
 -- written before a failing INCR, and the waiter's own acquire reports it.
@@ -30,6 +31,10 @@ if retry then
     local replayed = redis.call('get', KEYS[3])
     if replayed then
         -- A retry of a release that already ran: answer as the first time.
+        local token = string.match(replayed, '^2:(%d+)$')
+        if token then
+            return {2, tonumber(token)}
+        end
         return tonumber(replayed)
     end
 end
@@ -67,9 +72,13 @@ if successor and redis.call('hlen', KEYS[1]) == 1 then
     redis.call('pexpire', KEYS[1], ARGV[7])
     if KEYS[4] then
         -- A fenced lock's waiter: draw its token, as its acquire would.
-        return {2, redis.call('incr', KEYS[4])}
+        local token = redis.call('incr', KEYS[4])
+        redis.call('set', KEYS[3], '2:' .. token, 'px', ARGV[3])
+        return {2, token}
     end
+    redis.call('set', KEYS[3], 2, 'px', ARGV[3])
     return 2
 end
 redis.call('del', KEYS[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[3])
 return {1, redis.call(ARGV[4], KEYS[2], ARGV[1])}

@@ -60,16 +60,17 @@ impl Engine {
                 }
                 Ok(())
             }
-            // A retry found our field gone. Had holds remained, the first
-            // attempt's reply 0 would have been latched and replayed: the
-            // hold is lost, as with nil below. Otherwise the first attempt
-            // most likely freed the lock and its reply was lost.
-            Some(GONE_ON_RETRY) if hold.record.is_live() => {
+            // A retry found our field gone and no latch: had an earlier
+            // attempt released the hold, its reply would have been latched
+            // and replayed. The hold was lost before this release (an
+            // expiry, a restart), whatever our book says: reporting `Ok`
+            // would tell the caller its critical section was exclusive.
+            Some(GONE_ON_RETRY) => {
                 self.renewals.mark_lost(&hold.record);
                 Err(lost(lock.name))
             }
             Some(freed) => {
-                if freed == ANNOUNCED || freed == GONE_ON_RETRY {
+                if freed == ANNOUNCED {
                     if let Some(channel) = lock.kind.shared_channel() {
                         self.pubsub.released(channel, HANDOFF_GRACE, heard);
                     }
@@ -101,10 +102,11 @@ impl Engine {
             ),
             // No hold known here, so no live guard either; Redis may still
             // count one that no guard stands for (see `release_orphans`):
-            // give that back.
+            // give that back. A retry that finds it gone proves nothing
+            // was ours.
             None => match self.release_script(lock, &field)? {
+                Some(GONE_ON_RETRY) | None => Err(not_held(lock.name)),
                 Some(_) => Ok(()),
-                None => Err(not_held(lock.name)),
             },
         }
     }
