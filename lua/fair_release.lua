@@ -9,11 +9,10 @@
 -- ARGV[6] "first" on a request's first attempt, "retry" on a later one
 -- Reply: nil when the field does not hold the lock (if the lock is gone the
 -- head is woken all the same), 0 when holds remain, 1 when freed, 3 when a
--- retry finds the field gone (an earlier attempt may have freed the lock,
--- its reply lost, or the hold was lost before).
+-- retry finds the field gone and no latch (the hold was lost before).
 --
--- Only a reply 0 is latched, as in release.lua: a retry of a release that
--- freed the lock finds the field gone, which reply 3 tells the caller.
+-- Every release of a hold is latched, as in release.lua: a retry whose
+-- earlier attempt ran replays its reply.
 local retry = ARGV[6] == 'retry'
 if retry then
     local replayed = redis.call('get', KEYS[5])
@@ -60,5 +59,6 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
+redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 wake_head()
 return 1

@@ -3,8 +3,21 @@
 -- ARGV[1] lease in ms, ARGV[2] the holder field
 -- Reply: {1, holds, token} when the caller now holds the lock (every
 -- acquire, re-entries included, gets a larger token; holds = 1: a new hold),
--- else {0, PTTL}. Error WRONGKIND when the name holds a read-write lock.
+-- else {0, PTTL}. Error WRONGKIND when the name holds a read-write lock,
+-- error CORRUPT when the counter holds what INCR would refuse or turn into
+-- a token that is not positive: checked before anything is written, so a
+-- failed acquire leaves no hold behind.
+local function check_counter()
+    local counter = redis.call('get', KEYS[2])
+    if counter and not ((counter == '0' or string.match(counter, '^[1-9]%d*$'))
+            and (#counter < 19 or (#counter == 19 and counter < '9223372036854775807'))) then
+        return redis.error_reply('CORRUPT ' .. string.sub(counter, 1, 64))
+    end
+    return nil
+end
 if redis.call('exists', KEYS[1]) == 0 then
+    local corrupt = check_counter()
+    if corrupt then return corrupt end
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, 1, redis.call('incr', KEYS[2])}
@@ -13,6 +26,8 @@ if redis.call('hexists', KEYS[1], 'mode') == 1 then
     return redis.error_reply('WRONGKIND read-write lock')
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local corrupt = check_counter()
+    if corrupt then return corrupt end
     local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     -- A re-entry never shortens the life the holds beneath it need.
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then

@@ -7,11 +7,10 @@
 -- ARGV[5] "first" on a request's first attempt, "retry" on a later one
 -- Reply: nil when the field holds no read hold, 0 when the lock is still
 -- held by someone, 1 when it was freed, 3 when a retry finds the field gone
--- (an earlier attempt may have released its last read hold, its reply
--- lost, or the holds were lost before).
+-- and no latch (the holds were lost before).
 --
--- Only a release that leaves the field read holds is latched: a retry of
--- one that took its last finds the field gone, which reply 3 tells.
+-- Every release of a hold is latched, as in release.lua: a retry whose
+-- earlier attempt ran replays its reply.
 local retry = ARGV[5] == 'retry'
 if retry then
     local replayed = redis.call('get', KEYS[5])
@@ -76,7 +75,5 @@ if reply == 1 then
     redis.call('del', KEYS[1])
     redis.call(ARGV[4], KEYS[2], ARGV[1])
 end
-if left > 0 then
-    redis.call('set', KEYS[5], reply, 'px', ARGV[3])
-end
+redis.call('set', KEYS[5], reply, 'px', ARGV[3])
 return reply

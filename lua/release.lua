@@ -16,18 +16,36 @@
 -- lock too: it tells from this whether another process waits), 2 when it was
 -- handed to the successor (nothing announced: the lock is still held), or
 -- {2, token} when it was handed over with a fencing token (KEYS[4]),
--- 3 when a retry finds the field gone: an earlier attempt of this request
--- may have freed it (its reply lost), or the hold was lost before.
+-- 3 when a retry finds the field gone and no latch: no earlier attempt of
+-- this request released anything, so the hold was lost before.
 --
--- Only a reply 0 is latched: a retry of a release that freed the lock
--- finds the field gone and must not count as a second release, which reply
--- 3 tells the caller. A first attempt has no latch to read.
+-- Every release of a hold is latched (0, 1, 2 or "2:<token>"), so that a
+-- retry whose earlier attempt ran replays its reply ({1, heard} replays as
+-- 1), and a retry that finds neither latch nor field knows the hold was not
+-- ours any more. A first attempt has no latch to read. A successor whose
+-- token counter INCR would refuse (not a non-negative integer) is not
+-- handed the lock: the lock is freed and announced instead, so nothing is
+-- written before a failing INCR, and the waiter's own acquire reports it.
 local retry = ARGV[5] == 'retry'
 if retry then
     local replayed = redis.call('get', KEYS[3])
     if replayed then
         -- A retry of a release that already ran: answer as the first time.
+        local token = string.match(replayed, '^2:(%d+)$')
+        if token then
+            return {2, tonumber(token)}
+        end
         return tonumber(replayed)
+    end
+end
+local successor = ARGV[6]
+if successor and KEYS[4] then
+    local counter = redis.call('get', KEYS[4])
+    -- What INCR accepts and turns into a positive token: absent, or a
+    -- non-negative integer below 2^63 - 1 without leading zeros.
+    if counter and not ((counter == '0' or string.match(counter, '^[1-9]%d*$'))
+            and (#counter < 19 or (#counter == 19 and counter < '9223372036854775807'))) then
+        successor = nil
     end
 end
 if redis.call('hexists', KEYS[1], 'mode') == 1 then
@@ -46,17 +64,21 @@ if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     redis.call('set', KEYS[3], 0, 'px', ARGV[3])
     return 0
 end
-if ARGV[6] and redis.call('hlen', KEYS[1]) == 1 then
+if successor and redis.call('hlen', KEYS[1]) == 1 then
     -- Only our spent field is left: the successor takes the lock as its
     -- own acquire would have, one hold and its lease.
     redis.call('hdel', KEYS[1], ARGV[2])
-    redis.call('hset', KEYS[1], ARGV[6], 1)
+    redis.call('hset', KEYS[1], successor, 1)
     redis.call('pexpire', KEYS[1], ARGV[7])
     if KEYS[4] then
         -- A fenced lock's waiter: draw its token, as its acquire would.
-        return {2, redis.call('incr', KEYS[4])}
+        local token = redis.call('incr', KEYS[4])
+        redis.call('set', KEYS[3], '2:' .. token, 'px', ARGV[3])
+        return {2, token}
     end
+    redis.call('set', KEYS[3], 2, 'px', ARGV[3])
     return 2
 end
 redis.call('del', KEYS[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[3])
 return {1, redis.call(ARGV[4], KEYS[2], ARGV[1])}

@@ -5,10 +5,10 @@
 -- ARGV[5] "first" on a request's first attempt, "retry" on a later one
 -- Reply: nil when the field holds no write hold, 0 when write holds remain,
 -- 1 when the write lock was released (freed, or downgraded to the writer's
--- read holds), 3 when a retry finds the write hold gone (an earlier attempt
--- may have released it, its reply lost, or the hold was lost before).
+-- read holds), 3 when a retry finds the write hold gone and no latch (the
+-- hold was lost before).
 --
--- Only a reply 0 is latched, as in release.lua.
+-- Every release of a hold is latched, as in release.lua.
 local retry = ARGV[5] == 'retry'
 if retry then
     local replayed = redis.call('get', KEYS[3])
@@ -34,6 +34,7 @@ else
     -- The writer still holds read holds: it keeps the lock as a reader.
     redis.call('hset', KEYS[1], 'mode', 'read')
 end
+redis.call('set', KEYS[3], 1, 'px', ARGV[3])
 -- Wake every waiter: readers may all proceed now.
 redis.call(ARGV[4], KEYS[2], ARGV[1])
 return 1

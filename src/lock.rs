@@ -206,12 +206,14 @@ impl<K: LockKind> Lock<K> {
     }
 
     /// Releases one hold of the calling thread without a guard, for holds
-    /// whose guard was given up with [`LockGuard::leak`].
+    /// whose guard was given up with [`LockGuard::leak`]. A hold that a live
+    /// guard stands for is never released here: only its guard may.
     ///
     /// # Errors
     ///
-    /// [`Error::NotHeld`] when the calling thread holds no hold on the lock
-    /// (nothing is sent to Redis), [`Error::LockLost`] when it held one but
+    /// [`Error::NotHeld`] when the calling thread holds no leaked hold on
+    /// the lock, also while live guards hold it (nothing is sent to Redis
+    /// then), [`Error::LockLost`] when it held one but
     /// the lock expired or was deleted meanwhile, otherwise as
     /// [`lock`](Self::lock).
     pub fn unlock(&self) -> Result<()> {

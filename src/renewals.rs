@@ -110,8 +110,19 @@ pub(crate) enum Which {
     Guard { watched: bool },
     /// `Lock::unlock`'s: a leaked hold, leased ones first, so that the
     /// watchdog never stops renewing a watched hold its holder may still
-    /// count on; with none leaked, a leased one, then a watched one.
+    /// count on. Never a hold a live guard stands for.
     Unguarded,
+}
+
+/// Why [`RenewalMap::release_one`] forgot no hold, so that no release may
+/// be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// The record is no longer live: its guard is stale.
+    Stale,
+    /// An unguarded release found no leaked hold: every hold has a live
+    /// guard, which alone may give it back.
+    Guarded,
 }
 
 /// A lock name and a holder field.
@@ -212,19 +223,20 @@ impl RenewalMap {
     }
 
     /// Forgets one hold of `record` before it is released in Redis (see
-    /// [`Which`]). Returns false, and forgets nothing, when the record is no
-    /// longer live: its guard is stale and must send no release.
+    /// [`Which`]). Forgets nothing, and says why, when the record is no
+    /// longer live (its guard is stale) or when an unguarded release finds
+    /// no leaked hold: then no release may be sent.
     ///
     /// Once the last watched hold is gone the watchdog stops renewing the
     /// lock, so a failed release leaves a lock that expires on its own.
-    pub(crate) fn release_one(&self, record: &Arc<HoldRecord>, which: Which) -> bool {
+    pub(crate) fn release_one(&self, record: &Arc<HoldRecord>, which: Which) -> Result<(), Kept> {
         let mut entries = self.entries.lock();
         if !record.is_live() {
-            return false;
+            return Err(Kept::Stale);
         }
         let key = (Arc::clone(&record.name), Arc::clone(&record.field));
         let Some(entry) = entries.get_mut(&key) else {
-            return false;
+            return Err(Kept::Stale);
         };
         debug_assert!(Arc::ptr_eq(&entry.record, record));
         let watched = match which {
@@ -237,7 +249,7 @@ impl RenewalMap {
                 entry.leaked_watched -= 1;
                 true
             }
-            Which::Unguarded => entry.leased == 0,
+            Which::Unguarded => return Err(Kept::Guarded),
         };
         let (first, second) = if watched {
             (&mut entry.watched, &mut entry.leased)
@@ -255,7 +267,7 @@ impl RenewalMap {
             record.state.store(ENDED, Ordering::Release);
             entries.remove(&key);
         }
-        true
+        Ok(())
     }
 
     /// The live record of `field`'s holds on `name`, if it has any.
@@ -341,9 +353,9 @@ mod tests {
         let a = add(&map, true, true);
         let b = add(&map, false, true);
         assert!(Arc::ptr_eq(&a, &b));
-        assert!(map.release_one(&a, Which::Guard { watched: true }));
+        assert_eq!(map.release_one(&a, Which::Guard { watched: true }), Ok(()));
         assert_eq!(map.len(), 1);
-        assert!(map.release_one(&b, Which::Guard { watched: true }));
+        assert_eq!(map.release_one(&b, Which::Guard { watched: true }), Ok(()));
         assert_eq!(map.len(), 0);
         assert!(!a.is_live() && !a.is_lost());
     }
@@ -352,7 +364,10 @@ mod tests {
     fn a_released_record_is_not_marked_lost() {
         let map = RenewalMap::default();
         let old = add(&map, true, true);
-        assert!(map.release_one(&old, Which::Guard { watched: true }));
+        assert_eq!(
+            map.release_one(&old, Which::Guard { watched: true }),
+            Ok(())
+        );
         let fresh = add(&map, true, true);
         assert!(!map.mark_lost(&old));
         assert!(!old.is_lost() && fresh.is_live());
@@ -370,12 +385,18 @@ mod tests {
         assert!(!Arc::ptr_eq(&expired, &again));
         assert!(expired.is_lost());
         // The stale guard releases nothing, and the new hold keeps its count.
-        assert!(!map.release_one(&expired, Which::Guard { watched: false }));
+        assert_eq!(
+            map.release_one(&expired, Which::Guard { watched: false }),
+            Err(Kept::Stale)
+        );
         assert_eq!(map.len(), 1);
         // A renewal computed before the re-acquire cannot mark the new one lost.
         assert!(!map.mark_lost(&expired));
         assert!(again.is_live());
-        assert!(map.release_one(&again, Which::Guard { watched: true }));
+        assert_eq!(
+            map.release_one(&again, Which::Guard { watched: true }),
+            Ok(())
+        );
         assert_eq!(map.len(), 0);
     }
 
@@ -387,10 +408,16 @@ mod tests {
         let watched = add(&map, false, true);
         assert!(Arc::ptr_eq(&leased, &watched));
         assert_eq!(map.snapshot().len(), 1);
-        assert!(map.release_one(&watched, Which::Guard { watched: true }));
+        assert_eq!(
+            map.release_one(&watched, Which::Guard { watched: true }),
+            Ok(())
+        );
         assert!(map.snapshot().is_empty());
         assert!(leased.is_live());
-        assert!(map.release_one(&leased, Which::Guard { watched: false }));
+        assert_eq!(
+            map.release_one(&leased, Which::Guard { watched: false }),
+            Ok(())
+        );
         assert!(!leased.is_live());
     }
 
@@ -417,17 +444,42 @@ mod tests {
         let leaked_lease = add(&map, false, false);
         map.leak(&leaked_lease, false);
         // The leaked lease goes; the guard's watched hold is still renewed.
-        assert!(map.release_one(&guarded, Which::Unguarded));
+        assert_eq!(map.release_one(&guarded, Which::Unguarded), Ok(()));
         assert_eq!(map.snapshot().len(), 1);
         let leaked_watched = add(&map, false, true);
         map.leak(&leaked_watched, true);
         // With no leaked lease left, the leaked watched hold goes, not the
         // one the guard stands for.
-        assert!(map.release_one(&guarded, Which::Unguarded));
+        assert_eq!(map.release_one(&guarded, Which::Unguarded), Ok(()));
         assert_eq!(map.snapshot().len(), 1, "the guard's hold is renewed");
         assert_eq!(map.entries.lock().values().next().unwrap().watched, 1);
-        assert!(map.release_one(&guarded, Which::Guard { watched: true }));
+        assert_eq!(
+            map.release_one(&guarded, Which::Guard { watched: true }),
+            Ok(())
+        );
         assert!(!guarded.is_live());
+    }
+
+    #[test]
+    fn a_manual_unlock_never_takes_a_hold_a_live_guard_stands_for() {
+        let map = RenewalMap::default();
+        let first = add(&map, true, true);
+        let leased = add(&map, false, false);
+        assert_eq!(
+            map.release_one(&first, Which::Unguarded),
+            Err(Kept::Guarded)
+        );
+        // Nothing was forgotten: both guards still release their own holds.
+        assert_eq!(
+            map.release_one(&leased, Which::Guard { watched: false }),
+            Ok(())
+        );
+        assert!(first.is_live());
+        assert_eq!(
+            map.release_one(&first, Which::Guard { watched: true }),
+            Ok(())
+        );
+        assert!(!first.is_live());
     }
 
     #[test]
@@ -435,7 +487,10 @@ mod tests {
         let map = RenewalMap::default();
         let record = add(&map, true, true);
         // A guard asks for a leased hold; only a watched one is left.
-        assert!(map.release_one(&record, Which::Guard { watched: false }));
+        assert_eq!(
+            map.release_one(&record, Which::Guard { watched: false }),
+            Ok(())
+        );
         assert!(!record.is_live());
         assert!(map.snapshot().is_empty());
     }

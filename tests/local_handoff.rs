@@ -358,3 +358,47 @@ fn a_thread_handed_the_lock_re_enters_at_once() {
     );
     assert!(!server.exists("re-entered"));
 }
+
+/// A fenced waiter handed a plain lock whose token counter holds a
+/// non-number: the hand-over would fail on drawing the token. Before the
+/// fix the release script wrote the successor's field first and then
+/// failed, leaving the lock held by a field no guard stood for; now the
+/// counter is checked before anything is written, the lock is released
+/// as if no one were parked, and the waiter's own acquire reports the
+/// counter.
+#[test]
+fn a_hand_over_to_a_fenced_waiter_with_a_corrupt_counter_writes_nothing() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let name = "corrupt-counter";
+    let counter_key = format!("redisson_lock_token:{{{name}}}");
+    let holder = client.lock(name).lock().expect("plain lock");
+    let successor_client = client.clone();
+    let waiter = bounded::spawn("fenced successor", move || {
+        successor_client
+            .fenced_lock(name)
+            .try_lock_for(WAKE_LIMIT)
+            .map(|guard| guard.map(|g| g.token()))
+    });
+    waiter.assert_running_for(STAYS_BLOCKED);
+    let _: () = server.cmd(&["SET", &counter_key, "not-a-number"]);
+
+    holder.unlock().expect("the holder's release");
+    let outcome = waiter.join_within(WAKE_LIMIT * 2);
+
+    assert!(
+        holders(&server, name).is_empty(),
+        "the lock was left with a field no guard stands for: {:?}",
+        holders(&server, name)
+    );
+    match outcome {
+        Err(redhold::Error::Corrupt { key, found, .. }) => {
+            assert_eq!(key, counter_key);
+            assert!(found.contains("not-a-number"), "{found}");
+        }
+        other => panic!("the fenced waiter: expected Corrupt, got {other:?}"),
+    }
+    let counter: String = server.cmd(&["GET", &counter_key]);
+    assert_eq!(counter, "not-a-number", "the counter is left alone");
+    assert_eq!(client.stats().direct_handoffs, 0);
+}

@@ -342,3 +342,70 @@ fn guard_dropped_by_a_panic_releases_the_lock() {
         "free for everyone again"
     );
 }
+
+/// The commands the server ran since `CONFIG RESETSTAT` as (name, calls),
+/// without the `INFO` and `CONFIG` the test sends itself. Commands a script
+/// runs are counted too, so the scripts' own names show up beside EVALSHA.
+fn commands_run(server: &RedisServer) -> HashMap<String, u64> {
+    let info: String = server.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
+            Some((name.to_owned(), calls.parse().ok()?))
+        })
+        .filter(|(name, _)| name != "info" && !name.starts_with("config"))
+        .collect()
+}
+
+/// One acquire and release of some lock.
+type Pair<'a> = Box<dyn Fn() -> redhold::Result<()> + 'a>;
+
+/// An uncontended acquire and release is two round trips, one script
+/// each, for every kind: latching every release's reply (issue 21) is done
+/// inside the release script, not by another command.
+#[test]
+fn an_uncontended_acquire_and_release_is_two_scripts_and_nothing_else() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let rw = client.read_write_lock("pair-rw");
+    let pairs: Vec<(&str, Pair<'_>)> = vec![
+        ("plain", Box::new(|| client.lock("pair").lock()?.unlock())),
+        (
+            "fenced",
+            Box::new(|| client.fenced_lock("pair-f").lock()?.unlock()),
+        ),
+        (
+            "spin",
+            Box::new(|| client.spin_lock("pair-s").lock()?.unlock()),
+        ),
+        (
+            "fair",
+            Box::new(|| client.fair_lock("pair-fair").lock()?.unlock()),
+        ),
+        ("read", Box::new(|| rw.read().lock()?.unlock())),
+        ("write", Box::new(|| rw.write().lock()?.unlock())),
+    ];
+    // What the scripts call inside; anything else would be a round trip.
+    let in_scripts = [
+        "hset", "hget", "hexists", "hincrby", "hdel", "hlen", "hkeys", "pexpire", "pttl", "del",
+        "exists", "set", "get", "incr", "publish", "lindex", "lpop", "zscore", "zrem", "rpush",
+        "zadd", "lrange", "llen", "zrange", "type",
+    ];
+    for (kind, pair) in pairs {
+        pair().expect("warm-up: loads the scripts");
+        let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
+        pair().unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let run = commands_run(&server);
+        assert_eq!(run.get("evalsha"), Some(&2), "{kind}: {run:?}");
+        let others: Vec<_> = run
+            .keys()
+            .filter(|name| *name != "evalsha" && !in_scripts.contains(&name.as_str()))
+            .collect();
+        assert!(
+            others.is_empty(),
+            "{kind}: commands beside the scripts: {run:?}"
+        );
+    }
+}

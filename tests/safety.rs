@@ -408,3 +408,66 @@ fn shutdown_with_a_held_lock_leaves_only_that_lock() {
     assert!(!guard.is_held(), "nothing renews it any more");
     assert!(matches!(guard.unlock(), Err(Error::Shutdown)));
 }
+
+/// Commands the server ran since its last `CONFIG RESETSTAT`, but the
+/// `INFO` and `CONFIG` that the test itself sends.
+fn commands_run(server: &RedisServer) -> Vec<String> {
+    let info: String = server.cmd(&["INFO", "commandstats"]);
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter(|l| !l.starts_with("info:") && !l.starts_with("config"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `Lock::unlock` is for holds whose guard was leaked. With two live guards
+/// and none leaked it must release neither: before the fix it gave back one
+/// of the guards' holds, and when one guard was dropped the other thread's
+/// lock was free while the other guard still stood for it.
+#[test]
+fn manual_unlock_never_releases_a_hold_a_live_guard_owns() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let lock = client.lock("guarded-twice");
+    let first = lock.lock().unwrap();
+    let second = lock.lock().unwrap();
+
+    let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
+    match lock.unlock() {
+        Err(Error::NotHeld { lock }) => assert_eq!(lock, "guarded-twice"),
+        other => panic!("unlock with only live guards: expected NotHeld, got {other:?}"),
+    }
+    assert!(
+        commands_run(&server).is_empty(),
+        "unlock with only live guards sent commands: {:?}",
+        commands_run(&server)
+    );
+    assert_eq!(lock.hold_count().unwrap(), 2);
+
+    drop(second);
+    assert!(first.is_held());
+    assert!(
+        server
+            .client()
+            .lock("guarded-twice")
+            .try_lock()
+            .unwrap()
+            .is_none(),
+        "another client got the lock while a guard still stands for it"
+    );
+
+    // A leaked hold beside the live guard is released, and only it.
+    lock.lock().unwrap().leak();
+    lock.unlock().expect("unlock of the leaked hold");
+    assert_eq!(lock.hold_count().unwrap(), 1);
+    let _: () = server.cmd(&["CONFIG", "RESETSTAT"]);
+    assert!(matches!(lock.unlock(), Err(Error::NotHeld { .. })));
+    assert!(
+        commands_run(&server).is_empty(),
+        "{:?}",
+        commands_run(&server)
+    );
+    assert!(first.is_held());
+    first.unlock().unwrap();
+    assert!(!server.exists("guarded-twice"));
+}

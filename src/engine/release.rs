@@ -9,7 +9,7 @@ use crate::kind::sealed::KindOps;
 use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
 use crate::names;
 use crate::pubsub::Reserved;
-use crate::renewals::Which;
+use crate::renewals::{Kept, Which};
 use crate::stats::Counters;
 
 impl Engine {
@@ -27,8 +27,11 @@ impl Engine {
                 watched: hold.is_watched(),
             },
         };
-        if !self.renewals.release_one(&hold.record, which) {
-            return Err(lost(lock.name));
+        match self.renewals.release_one(&hold.record, which) {
+            Ok(()) => {}
+            Err(Kept::Stale) => return Err(lost(lock.name)),
+            // Every hold has a live guard: only that guard may give it back.
+            Err(Kept::Guarded) => return Err(not_held(lock.name)),
         }
         let successor = self.successor(lock, hold);
         let to = successor.as_ref().map(|reserved| {
@@ -57,16 +60,17 @@ impl Engine {
                 }
                 Ok(())
             }
-            // A retry found our field gone. Had holds remained, the first
-            // attempt's reply 0 would have been latched and replayed: the
-            // hold is lost, as with nil below. Otherwise the first attempt
-            // most likely freed the lock and its reply was lost.
-            Some(GONE_ON_RETRY) if hold.record.is_live() => {
+            // A retry found our field gone and no latch: had an earlier
+            // attempt released the hold, its reply would have been latched
+            // and replayed. The hold was lost before this release (an
+            // expiry, a restart), whatever our book says: reporting `Ok`
+            // would tell the caller its critical section was exclusive.
+            Some(GONE_ON_RETRY) => {
                 self.renewals.mark_lost(&hold.record);
                 Err(lost(lock.name))
             }
             Some(freed) => {
-                if freed == ANNOUNCED || freed == GONE_ON_RETRY {
+                if freed == ANNOUNCED {
                     if let Some(channel) = lock.kind.shared_channel() {
                         self.pubsub
                             .released(channel, lock.name, HANDOFF_GRACE, heard);
@@ -97,13 +101,13 @@ impl Engine {
                     renewal: Renewal::Unguarded,
                 },
             ),
-            // No hold known here; Redis may still count one that no guard
-            // stands for (see `release_orphans`): give that back.
+            // No hold known here, so no live guard either; Redis may still
+            // count one that no guard stands for (see `release_orphans`):
+            // give that back. A retry that finds it gone proves nothing
+            // was ours.
             None => match self.release_script(lock, &field)? {
+                Some(GONE_ON_RETRY) | None => Err(not_held(lock.name)),
                 Some(_) => Ok(()),
-                None => Err(Error::NotHeld {
-                    lock: names::shorten(lock.name),
-                }),
             },
         }
     }
@@ -147,6 +151,12 @@ impl Engine {
         lock.kind.handover()?;
         self.pubsub
             .reserve_successor(lock.kind.shared_channel()?, lock.name)
+    }
+}
+
+fn not_held(name: &str) -> Error {
+    Error::NotHeld {
+        lock: names::shorten(name),
     }
 }
 

@@ -24,6 +24,25 @@ pub struct Fenced {
     token_key: String,
 }
 
+impl Fenced {
+    /// Turns the script's `CORRUPT` error (the counter holds what no
+    /// fencing token can come from; nothing was written) into
+    /// [`Error::Corrupt`] naming the counter; other errors pass through.
+    fn corrupt_counter(&self, name: &str, e: Error) -> Error {
+        match &e {
+            Error::Redis(inner) if inner.code() == Some("CORRUPT") => Error::Corrupt {
+                lock: names::shorten(name),
+                key: names::shorten(&self.token_key),
+                found: format!(
+                    "{:?}, where a fencing token counter must be a non-negative integer",
+                    inner.detail().unwrap_or_default().trim()
+                ),
+            },
+            _ => e,
+        }
+    }
+}
+
 impl KindOps for Fenced {
     type Grant = u64;
 
@@ -47,18 +66,21 @@ impl KindOps for Fenced {
         field: &str,
         _: bool,
     ) -> Result<Attempt<u64>> {
-        let reply: Vec<i64> = at.server.run_write(
-            at.name,
-            |conn| {
-                scripts::FENCED_ACQUIRE
-                    .key(at.name)
-                    .key(&self.token_key)
-                    .arg(lease_ms)
-                    .arg(field)
-                    .invoke(conn)
-            },
-            |reply: &Vec<i64>| reply.first() == Some(&1),
-        )?;
+        let reply: Vec<i64> = at
+            .server
+            .run_write(
+                at.name,
+                |conn| {
+                    scripts::FENCED_ACQUIRE
+                        .key(at.name)
+                        .key(&self.token_key)
+                        .arg(lease_ms)
+                        .arg(field)
+                        .invoke(conn)
+                },
+                |reply: &Vec<i64>| reply.first() == Some(&1),
+            )
+            .map_err(|e| self.corrupt_counter(at.name, e))?;
         match *reply {
             [1, holds, token] if holds > 0 => {
                 let token = u64::try_from(token).map_err(|_| Error::Corrupt {

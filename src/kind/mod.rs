@@ -80,15 +80,16 @@ pub(crate) mod sealed {
     /// A release's reply when it handed the lock to its [`Successor`].
     pub const HANDED_OVER: i64 = 2;
 
-    /// A release's reply when a retry finds the caller's field gone: an
-    /// earlier attempt of the same request may have freed the lock (its
-    /// reply lost; only a release that leaves holds is latched), or the
-    /// hold was lost before. Either way the caller holds nothing now.
+    /// A release's reply when a retry finds the caller's field gone and no
+    /// latch: every release of a hold latches its reply, so no earlier
+    /// attempt of the same request released anything, and the hold was
+    /// lost before (an expiry, a restart, a forced unlock).
     pub const GONE_ON_RETRY: i64 = 3;
 
     /// Names the attempts of one release request for its script: `"first"`,
     /// then `"retry"`. A first attempt has no unlock latch to read; any
-    /// later one may follow an attempt that ran and lost its reply.
+    /// later one may follow an attempt that ran and lost its reply, whose
+    /// latch it replays.
     #[derive(Debug, Default)]
     pub struct ReleaseAttempts {
         made: u32,

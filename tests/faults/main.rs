@@ -14,6 +14,7 @@ mod support;
 
 mod channel_garbage;
 mod holder_killed;
+mod lost_release;
 mod pubsub_killed;
 mod server_restart;
 mod server_stall;
