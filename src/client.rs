@@ -145,6 +145,12 @@ impl Client {
     /// [`Error::Shutdown`], and so does every later call; locks still held
     /// stop being renewed and expire after the watchdog timeout.
     ///
+    /// No call returns a guard once shutdown has begun: an acquire that
+    /// gets the lock in Redis meanwhile (its request was sent before, or
+    /// a release of another thread of this client handed it the lock)
+    /// gives the hold back and fails with [`Error::Shutdown`]; shutdown
+    /// waits for that (within the connect plus the response timeout).
+    ///
     /// `on_lock_lost` callbacks already due still run; shutdown waits at
     /// most one second for them, then leaves a callback still running to
     /// finish on its own thread. A callback may call `shutdown` itself.
@@ -162,8 +168,9 @@ impl Client {
         }
         self.inner.watchdog.shutdown();
         // Wakes every parked waiter with `Error::Shutdown`; waiters leave
-        // the queues they joined (a fair lock's) on their way out: they get
-        // one request's time to do so.
+        // the queues they joined (a fair lock's) on their way out, and an
+        // acquire that got the lock as shutdown began gives it back: they
+        // get one request's time to do so.
         let config = server.config();
         let grace = config
             .connect_timeout

@@ -256,7 +256,9 @@ fn a_waiter_handed_the_lock_after_shutdown_began_gets_no_guard() {
             guard.unlock()
         })
     };
-    held_rx.recv_timeout(PROMPTLY).expect("the holder has the lock");
+    held_rx
+        .recv_timeout(PROMPTLY)
+        .expect("the holder has the lock");
     let waiter = {
         let lock = client.lock(name);
         bounded::spawn("waiter", move || lock.lock().map(|guard| guard.is_held()))
@@ -286,6 +288,11 @@ fn a_waiter_handed_the_lock_after_shutdown_began_gets_no_guard() {
     assert!(
         released.is_ok(),
         "the release ran before shutdown and handed the lock over: {released:?}"
+    );
+    assert_eq!(
+        client.stats().direct_handoffs,
+        1,
+        "the release handed the lock to the reserved waiter"
     );
     assert_eq!(
         holders(&server, name),
@@ -322,12 +329,11 @@ fn a_release_racing_shutdown_never_hands_a_guard_out_after_it() {
     for race in 0..RACES {
         let client = server.client();
         let name = format!("race-{race}");
-        // Spread over a few of a release's round trips, in both orders.
-        let offset = i64::from(race * 37 % 1600) - 100;
-        let (shutdown_first, delay) = (
-            offset < 0,
-            Duration::from_micros(offset.unsigned_abs()),
-        );
+        // From shutdown 100 µs first to the release 1.5 ms first, most
+        // of them within a release's round trip of each other.
+        let step = i64::from(race * 37 % 200);
+        let offset = step * step / 25 - 100;
+        let (shutdown_first, delay) = (offset < 0, Duration::from_micros(offset.unsigned_abs()));
 
         let (held_tx, held_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
@@ -343,7 +349,9 @@ fn a_release_racing_shutdown_never_hands_a_guard_out_after_it() {
                 guard.unlock()
             })
         };
-        held_rx.recv_timeout(PROMPTLY).expect("the holder has the lock");
+        held_rx
+            .recv_timeout(PROMPTLY)
+            .expect("the holder has the lock");
         let (waited_tx, waited_rx) = mpsc::channel::<Waited>();
         let (checked_tx, checked_rx) = mpsc::channel::<()>();
         let waiter = {
@@ -420,11 +428,9 @@ fn a_release_racing_shutdown_never_hands_a_guard_out_after_it() {
         late_guards.len(),
         late_guards.join("\n")
     );
-    // Not vacuous: both sides of the race were seen.
-    assert!(
-        outcomes[0] > 0 && outcomes[1] + outcomes[2] > 0,
-        "outcomes {outcomes:?}"
-    );
+    // Not vacuous: releases overlapped shutdown (each of these had its
+    // release go through while the waiter's call still failed).
+    assert!(outcomes[1] > 0, "outcomes {outcomes:?}");
 }
 
 /// Busy-waits for `duration`: finer than a sleep, for racing two threads.
