@@ -160,9 +160,14 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// None today; the `Result` leaves room for reporting a failed close.
+    /// [`Error::ForkedProcess`](crate::Error::ForkedProcess) in a `fork()`ed
+    /// child: the client, its threads and its connections are the
+    /// parent's, and the child leaves them alone.
     pub fn shutdown(&self) -> Result<()> {
         let server = self.inner.engine.server();
+        // Before anything else: the child has none of the parent's threads
+        // to join, and shares its sockets.
+        server.check_process()?;
         if !server.close() {
             return Ok(());
         }
@@ -196,6 +201,23 @@ impl Client {
     /// The acquire / wait / release machinery of every lock handle.
     pub(crate) fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+}
+
+impl Drop for Client {
+    /// In a `fork()`ed child, the last clone leaves the client to the
+    /// parent: its connections are the parent's sockets, which closing for
+    /// both processes (`shutdown(2)`, a TLS close_notify) would break, and
+    /// its threads, mutexes and channels are the parent's too. Leaked
+    /// instead: the child's copies of the sockets close when it exits.
+    fn drop(&mut self) {
+        // Only the last clone's drop could end the client; a getpid per
+        // handle dropped would cost every lock call a syscall.
+        if Arc::strong_count(&self.inner) == 1
+            && self.inner.engine.server().check_process().is_err()
+        {
+            std::mem::forget(Arc::clone(&self.inner));
+        }
     }
 }
 
