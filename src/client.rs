@@ -145,6 +145,12 @@ impl Client {
     /// [`Error::Shutdown`], and so does every later call; locks still held
     /// stop being renewed and expire after the watchdog timeout.
     ///
+    /// No call returns a guard once shutdown has begun: an acquire that
+    /// gets the lock in Redis meanwhile (its request was sent before, or
+    /// a release of another thread of this client handed it the lock)
+    /// gives the hold back and fails with [`Error::Shutdown`]; shutdown
+    /// waits for that (within the connect plus the response timeout).
+    ///
     /// `on_lock_lost` callbacks already due still run; shutdown waits at
     /// most one second for them, then leaves a callback still running to
     /// finish on its own thread. A callback may call `shutdown` itself.
@@ -154,16 +160,22 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// None today; the `Result` leaves room for reporting a failed close.
+    /// [`Error::ForkedProcess`](crate::Error::ForkedProcess) in a `fork()`ed
+    /// child: the client, its threads and its connections are the
+    /// parent's, and the child leaves them alone.
     pub fn shutdown(&self) -> Result<()> {
         let server = self.inner.engine.server();
+        // Before anything else: the child has none of the parent's threads
+        // to join, and shares its sockets.
+        server.check_process()?;
         if !server.close() {
             return Ok(());
         }
         self.inner.watchdog.shutdown();
         // Wakes every parked waiter with `Error::Shutdown`; waiters leave
-        // the queues they joined (a fair lock's) on their way out: they get
-        // one request's time to do so.
+        // the queues they joined (a fair lock's) on their way out, and an
+        // acquire that got the lock as shutdown began gives it back: they
+        // get one request's time to do so.
         let config = server.config();
         let grace = config
             .connect_timeout
@@ -189,6 +201,23 @@ impl Client {
     /// The acquire / wait / release machinery of every lock handle.
     pub(crate) fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+}
+
+impl Drop for Client {
+    /// In a `fork()`ed child, the last clone leaves the client to the
+    /// parent: its connections are the parent's sockets, which closing for
+    /// both processes (`shutdown(2)`, a TLS close_notify) would break, and
+    /// its threads, mutexes and channels are the parent's too. Leaked
+    /// instead: the child's copies of the sockets close when it exits.
+    fn drop(&mut self) {
+        // Only the last clone's drop could end the client; a getpid per
+        // handle dropped would cost every lock call a syscall.
+        if Arc::strong_count(&self.inner) == 1
+            && self.inner.engine.server().check_process().is_err()
+        {
+            std::mem::forget(Arc::clone(&self.inner));
+        }
     }
 }
 

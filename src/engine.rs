@@ -22,7 +22,7 @@ use crate::kind::sealed::KindOps;
 use crate::kind::{Attempt, Target};
 use crate::names;
 use crate::pubsub::PubSub;
-use crate::renewals::RenewalMap;
+use crate::renewals::{RenewalMap, Which};
 use crate::server::Server;
 use crate::stats::Counters;
 use crate::thread_id;
@@ -62,7 +62,8 @@ pub(crate) struct Engine {
     pubsub: PubSub,
     renewals: Arc<RenewalMap>,
     counters: Arc<Counters>,
-    /// Acquire calls that may wait: shutdown lets them leave their queues.
+    /// Acquire calls under way: shutdown lets them leave their queues and
+    /// give back holds taken as it began.
     waiting: Waiting,
     /// The client's id as it appears in holder fields: lowercase, hyphenated.
     id_text: String,
@@ -116,8 +117,9 @@ impl Engine {
     }
 
     /// Stops the pub/sub threads, waking every waiter with
-    /// [`Error::Shutdown`], then gives the waiters `grace` to leave the
-    /// queues they joined (a fair lock's). Returns whether all left in time.
+    /// [`Error::Shutdown`], then gives the acquire calls under way `grace`
+    /// to leave the queues they joined (a fair lock's) and give back holds
+    /// they took as shutdown began. Returns whether all ended in time.
     pub(crate) fn shutdown(&self, grace: Duration) -> bool {
         self.pubsub.shutdown();
         Instant::now()
@@ -183,25 +185,36 @@ impl Engine {
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(call.interrupted());
         }
-        if wait == Some(Duration::ZERO) {
+        // Counted until the call has left any queue it joined and given
+        // back a hold it must not keep, so that shutdown can wait for that.
+        let _waiting = self.waiting.enter();
+        let outcome = if wait == Some(Duration::ZERO) {
             // A try that will not wait joins no queue: nothing to leave.
             let started = Instant::now();
-            return Ok(match call.try_acquire(false)? {
+            call.try_acquire(false).map(|attempt| match attempt {
                 Attempt::Acquired { grant, holds } => Some(call.hold(started, grant, holds)),
                 Attempt::Busy(_) => None,
-            });
+            })
+        } else {
+            let outcome = call.acquire_waiting(wait, interrupt);
+            if !matches!(outcome, Ok(Some(_))) {
+                // Every way out without the lock, errors and shutdown
+                // included, leaves the queue (a fair lock's first attempt
+                // may have queued us even when its reply was lost).
+                call.give_up();
+            }
+            outcome
+        };
+        match outcome {
+            // Taken as the client shut down: an attempt sent before
+            // `close`, or a hand-over whose release was. Checked last, so
+            // that no guard comes out after shutdown began.
+            Ok(Some((hold, _))) if self.server.is_closed() => {
+                call.give_back(hold);
+                Err(Error::Shutdown)
+            }
+            outcome => outcome,
         }
-        // Counted until the waiter has left any queue it joined, so that
-        // shutdown can wait for that.
-        let _waiting = self.waiting.enter();
-        let outcome = call.acquire_waiting(wait, interrupt);
-        if !matches!(outcome, Ok(Some(_))) {
-            // Every way out without the lock, errors and shutdown included,
-            // leaves the queue (a fair lock's first attempt may have queued
-            // us even when its reply was lost).
-            call.give_up();
-        }
-        outcome
     }
 }
 
@@ -281,6 +294,8 @@ impl<K: KindOps> Call<'_, K> {
     /// until its TTL ran out. Best effort: a failure costs only that delay.
     #[cold]
     fn release_orphans(&self, orphans: u32) {
+        // Our own traces: given back while the client shuts down too.
+        let _giving_back = self.engine.server.giving_back();
         for _ in 0..orphans.min(MAX_ORPHANS_RELEASED) {
             if let Err(e) = self.engine.release_script(self.lock, &self.field) {
                 log::warn!(
@@ -291,6 +306,29 @@ impl<K: KindOps> Call<'_, K> {
                 );
                 return;
             }
+        }
+    }
+
+    /// Gives back `hold`, taken as the client shut down, so that the lock
+    /// does not stay held until its TTL runs out with no guard for it.
+    /// Best effort, like any release: a failure costs that delay.
+    #[cold]
+    fn give_back(&self, hold: Hold) {
+        let which = Which::Guard {
+            watched: hold.is_watched(),
+        };
+        if !self.engine.renewals.release_one(&hold.record, which) {
+            // Its generation is over: Redis no longer counts it for us.
+            return;
+        }
+        let _giving_back = self.engine.server.giving_back();
+        if let Err(e) = self.engine.release_script(self.lock, &self.field) {
+            log::warn!(
+                "redhold: giving back {:?}, taken as the client shut down, failed: {}; \
+                 it stays held until its TTL runs out",
+                names::shorten(self.lock.name),
+                e.report()
+            );
         }
     }
 

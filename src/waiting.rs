@@ -1,18 +1,19 @@
-//! Counts the calls of a client that may wait for a lock, so that shutdown
-//! can let them leave the queues they joined before it returns.
+//! Counts the acquire calls of a client under way, so that shutdown can let
+//! them leave the queues they joined, and give back holds they took as it
+//! began, before it returns.
 
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-/// How many acquire calls that may wait are under way.
+/// How many acquire calls are under way.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     count: Mutex<usize>,
     none_left: Condvar,
 }
 
-/// One acquire call that may wait, counted until dropped.
+/// One acquire call, counted until dropped.
 #[derive(Debug)]
 pub(crate) struct WaitingCall<'a> {
     waiting: &'a Waiting,

@@ -227,3 +227,216 @@ fn shutdown_called_by_on_lock_lost_completes() {
         },
     );
 }
+
+/// A lock's hash as (field, holds) pairs.
+fn holders(server: &RedisServer, name: &str) -> Vec<(String, i64)> {
+    server.cmd(&["HGETALL", name])
+}
+
+/// A thread parked in `lock()` whose lock a release hands over while
+/// `shutdown()` runs: the release's script is held up by the server
+/// (`CLIENT PAUSE`) until after shutdown began, so the waiter was reserved
+/// for the hand-over before shutdown and handed the lock after it. It must
+/// give that hold back and report `Shutdown`, not return a guard.
+#[test]
+fn a_waiter_handed_the_lock_after_shutdown_began_gets_no_guard() {
+    let _serial = serial();
+    let server = RedisServer::start();
+    let client = server.client();
+    let name = "reserved";
+
+    let (held_tx, held_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let holder = {
+        let lock = client.lock(name);
+        bounded::spawn("holder", move || {
+            let guard = lock.lock().expect("the holder takes the free lock");
+            held_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            guard.unlock()
+        })
+    };
+    held_rx
+        .recv_timeout(PROMPTLY)
+        .expect("the holder has the lock");
+    let waiter = {
+        let lock = client.lock(name);
+        bounded::spawn("waiter", move || lock.lock().map(|guard| guard.is_held()))
+    };
+    waiter.assert_running_for(Duration::from_millis(300));
+
+    // Every command waits for the pause to end: the release reserves the
+    // parked waiter and sends its script, which runs only after shutdown
+    // has begun.
+    server.pause_for(Duration::from_millis(600));
+    release_tx.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let closer = {
+        let client = client.clone();
+        bounded::spawn("closer", move || client.shutdown())
+    };
+    closer
+        .join_within(PROMPTLY)
+        .expect("shutdown reports no error");
+
+    let outcome = waiter.join_within(PROMPTLY);
+    assert!(
+        is_shutdown(&outcome),
+        "a waiter handed the lock after shutdown began returned {outcome:?}"
+    );
+    let released = holder.join_within(PROMPTLY);
+    assert!(
+        released.is_ok(),
+        "the release ran before shutdown and handed the lock over: {released:?}"
+    );
+    assert_eq!(
+        client.stats().direct_handoffs,
+        1,
+        "the release handed the lock to the reserved waiter"
+    );
+    assert_eq!(
+        holders(&server, name),
+        Vec::new(),
+        "the hold handed over after shutdown began was given back"
+    );
+}
+
+/// What the waiter of one race saw: its call's outcome (the guard's
+/// `is_held`, or the error) and when the call returned.
+type Waited = (redhold::Result<bool>, Instant);
+
+/// One release racing `shutdown()` while a thread of the same client is
+/// parked in `lock()`, many times with varied timing: the release may
+/// come first (the waiter may be handed the lock, or woken to take it
+/// itself), or shutdown may, or they may overlap at any point of the
+/// hand-over. After `shutdown()` returns, the waiter holds a guard only if
+/// its call returned before shutdown began; otherwise its call failed with
+/// `Shutdown` and nothing of it is left in Redis.
+#[test]
+fn a_release_racing_shutdown_never_hands_a_guard_out_after_it() {
+    /// How much later than the start of `shutdown()` a guard may be seen
+    /// returned and still count as returned before it: the waiter reads
+    /// the clock right after its call returns, shutdown closes the client
+    /// right after the clock is read there, and either thread may be
+    /// descheduled for a moment in between.
+    const SLACK: Duration = Duration::from_micros(50);
+    const RACES: u32 = 200;
+
+    let _serial = serial();
+    let server = RedisServer::start();
+    let mut late_guards = Vec::new();
+    let mut outcomes = [0u32; 3];
+    for race in 0..RACES {
+        let client = server.client();
+        let name = format!("race-{race}");
+        // From shutdown 100 µs first to the release 1.5 ms first, most
+        // of them within a release's round trip of each other.
+        let step = i64::from(race * 37 % 200);
+        let offset = step * step / 25 - 100;
+        let (shutdown_first, delay) = (offset < 0, Duration::from_micros(offset.unsigned_abs()));
+
+        let (held_tx, held_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let holder = {
+            let lock = client.lock(name.as_str());
+            bounded::spawn("holder", move || {
+                let guard = lock.lock().expect("the holder takes the free lock");
+                held_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                if shutdown_first {
+                    spin_for(delay);
+                }
+                guard.unlock()
+            })
+        };
+        held_rx
+            .recv_timeout(PROMPTLY)
+            .expect("the holder has the lock");
+        let (waited_tx, waited_rx) = mpsc::channel::<Waited>();
+        let (checked_tx, checked_rx) = mpsc::channel::<()>();
+        let waiter = {
+            let lock = client.lock(name.as_str());
+            bounded::spawn("waiter", move || {
+                let outcome = lock.lock();
+                let returned_at = Instant::now();
+                let seen = outcome.as_ref().map(|guard| guard.is_held()).map_err(|e| {
+                    // Errors are not Clone: keep the one that matters.
+                    if matches!(e, Error::Shutdown) {
+                        Error::Shutdown
+                    } else {
+                        panic!("the waiter failed with {e:?}")
+                    }
+                });
+                waited_tx.send((seen, returned_at)).unwrap();
+                // A guard stays alive (held) until the main thread looked.
+                let _ = checked_rx.recv();
+                drop(outcome);
+            })
+        };
+        bounded::wait_until(PROMPTLY, || client.stats().parked_waiters == 1)
+            .expect("the waiter parks");
+
+        release_tx.send(()).unwrap();
+        if !shutdown_first {
+            spin_for(delay);
+        }
+        let shutdown_began = Instant::now();
+        client.shutdown().expect("shutdown reports no error");
+
+        let (seen, returned_at) = waited_rx
+            .recv_timeout(PROMPTLY)
+            .expect("the waiter's call returned");
+        let released = holder.join_within(PROMPTLY);
+        let left = holders(&server, &name);
+        match seen {
+            Ok(_) => {
+                outcomes[0] += 1;
+                if returned_at > shutdown_began + SLACK {
+                    late_guards.push(format!(
+                        "race {race}: a guard returned {:?} after shutdown began",
+                        returned_at - shutdown_began
+                    ));
+                }
+                assert!(released.is_ok(), "race {race}: {released:?}");
+                assert_eq!(left.len(), 1, "race {race}: the guard's hold: {left:?}");
+            }
+            Err(_) if released.is_ok() => {
+                outcomes[1] += 1;
+                assert_eq!(
+                    left,
+                    Vec::new(),
+                    "race {race}: released, and the waiter got nothing: the lock is free"
+                );
+            }
+            Err(_) => {
+                outcomes[2] += 1;
+                assert!(is_shutdown(&released), "race {race}: {released:?}");
+                assert_eq!(
+                    left.len(),
+                    1,
+                    "race {race}: only the holder's hold, never released: {left:?}"
+                );
+            }
+        }
+        checked_tx.send(()).unwrap();
+        waiter.join_within(PROMPTLY);
+    }
+    assert!(
+        late_guards.is_empty(),
+        "{} of {RACES} races handed out a guard after shutdown began \
+         (guards / refused after a release / refused before it: {outcomes:?}):\n{}",
+        late_guards.len(),
+        late_guards.join("\n")
+    );
+    // Not vacuous: releases overlapped shutdown (each of these had its
+    // release go through while the waiter's call still failed).
+    assert!(outcomes[1] > 0, "outcomes {outcomes:?}");
+}
+
+/// Busy-waits for `duration`: finer than a sleep, for racing two threads.
+fn spin_for(duration: Duration) {
+    let until = Instant::now() + duration;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}

@@ -168,9 +168,13 @@ impl PubSub {
 
 impl Drop for PubSub {
     /// Stops the threads without joining them: dropping the last `Client`
-    /// never blocks (see [`PubSub::stop`]).
+    /// never blocks (see [`PubSub::stop`]). In a `fork()`ed child (which
+    /// `Client`'s drop keeps from getting here) it does nothing: the
+    /// connections are the parent's too.
     fn drop(&mut self) {
-        self.stop();
+        if self.shared.server.check_process().is_ok() {
+            self.stop();
+        }
     }
 }
 

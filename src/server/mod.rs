@@ -22,6 +22,7 @@ mod tls;
 #[cfg(feature = "cluster")]
 pub(crate) mod topology;
 
+use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -32,6 +33,26 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use pool::Pool;
 use socket::{Reader, Stream, TlsConnector};
+
+thread_local! {
+    /// Set while the thread gives back holds after close: see
+    /// [`Server::giving_back`].
+    static GIVING_BACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The scope of [`Server::giving_back`]; dropping it ends it.
+#[derive(Debug)]
+#[must_use = "the scope ends when this is dropped"]
+pub(crate) struct GivingBack {
+    /// Whether the thread was giving back already (scopes nest).
+    was: bool,
+}
+
+impl Drop for GivingBack {
+    fn drop(&mut self) {
+        GIVING_BACK.set(self.was);
+    }
+}
 
 /// How releases are announced and heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,14 +154,27 @@ impl Server {
         self.pool.run(op)
     }
 
-    /// Fails with [`Error::Shutdown`] once closed, and with
+    /// Fails with [`Error::Shutdown`] once closed (unless the calling
+    /// thread is [`giving_back`](Self::giving_back) a hold), and with
     /// [`Error::ForkedProcess`] in a forked child.
     pub(crate) fn check_open(&self) -> Result<()> {
         self.check_process()?;
-        if self.is_closed() {
+        if self.is_closed() && !GIVING_BACK.get() {
             return Err(Error::Shutdown);
         }
         Ok(())
+    }
+
+    /// Lets the calling thread's commands through after
+    /// [`close`](Self::close) until the returned value drops (never in a
+    /// forked child): it gives back holds that an acquire took as the
+    /// client shut down, which would otherwise stay in Redis until their
+    /// TTL runs out. Shutdown waits for acquire calls, so this ends before
+    /// it returns (within its grace).
+    pub(crate) fn giving_back(&self) -> GivingBack {
+        GivingBack {
+            was: GIVING_BACK.replace(true),
+        }
     }
 
     /// Fails with [`Error::ForkedProcess`] unless called in the process
