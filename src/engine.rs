@@ -203,6 +203,9 @@ impl Engine {
                 // may have queued us even when its reply was lost).
                 call.give_up();
             }
+            if matches!(outcome, Err(Error::Shutdown)) {
+                call.give_back_trace();
+            }
             outcome
         };
         match outcome {
@@ -317,7 +320,7 @@ impl<K: KindOps> Call<'_, K> {
         let which = Which::Guard {
             watched: hold.is_watched(),
         };
-        if !self.engine.renewals.release_one(&hold.record, which) {
+        if self.engine.renewals.release_one(&hold.record, which).is_err() {
             // Its generation is over: Redis no longer counts it for us.
             return;
         }
@@ -326,6 +329,33 @@ impl<K: KindOps> Call<'_, K> {
             log::warn!(
                 "redhold: giving back {:?}, taken as the client shut down, failed: {}; \
                  it stays held until its TTL runs out",
+                names::shorten(self.lock.name),
+                e.report()
+            );
+        }
+    }
+
+    /// A waiting call ended by shutdown may leave a hold of its thread in
+    /// Redis that nobody knows of: a release handed it the lock and the
+    /// reply was lost, so its reservation ended unsettled. When the thread
+    /// holds no hold of this lock here, any hold under its field is such a
+    /// trace: give one back, so that shutdown leaves none behind. Only
+    /// kinds that are handed over directly (see `pubsub/handover.rs`).
+    #[cold]
+    fn give_back_trace(&self) {
+        if self.lock.kind.handover().is_none()
+            || self
+                .engine
+                .renewals
+                .find(self.lock.name, &self.field)
+                .is_some()
+        {
+            return;
+        }
+        let _giving_back = self.engine.server.giving_back();
+        if let Err(e) = self.engine.release_script(self.lock, &self.field) {
+            log::debug!(
+                "redhold: clearing {:?} of a hand-over cut short by shutdown failed: {}",
                 names::shorten(self.lock.name),
                 e.report()
             );
