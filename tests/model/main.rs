@@ -50,6 +50,8 @@
 
 #[path = "../support/child.rs"]
 mod child;
+#[path = "../support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "../support/mod.rs"]
 mod support;
 

@@ -29,8 +29,13 @@ pub(crate) enum Op {
         reentrant: bool,
     },
     /// Release held guard number `index` (any order): `unlock()`, or a
-    /// plain drop with `drop`.
-    Release { index: usize, drop: bool },
+    /// plain drop with `drop`; with `cut`, the release's first attempt is
+    /// lost (when the run has a fault proxy).
+    Release {
+        index: usize,
+        drop: bool,
+        cut: Option<Cut>,
+    },
     /// Give guard `index` up with `leak()`; released later by `Lock::unlock`.
     Leak { index: usize },
     /// Keep leased guard `index` until its lease ran out plus `extra`,
@@ -40,6 +45,7 @@ pub(crate) enum Op {
         index: usize,
         reacquire: Option<Method>,
         extra: Duration,
+        cut: Option<Cut>,
     },
     /// Work inside (or between) critical sections.
     Work(Duration),
@@ -55,6 +61,40 @@ pub(crate) enum Op {
     Peek { kind: Kind, name: &'static str },
     /// Shut the actor's client set down and build a new one.
     RestartClient,
+    /// Take `target`, let `waiters` more threads of the same client park
+    /// on it, then release it (its reply held back `delay` by the fault
+    /// proxy, so the hand-over to a parked thread is in flight) while
+    /// another thread shuts the client down.
+    ShutdownHandover {
+        target: Target,
+        waiters: usize,
+        delay: Duration,
+    },
+}
+
+/// How a release's first attempt is lost (see `fault_proxy.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The connection dies before the request reaches the server.
+    Request,
+    /// The server runs the release; the connection dies before its reply.
+    Reply,
+}
+
+/// Percent of releases whose first attempt is lost (with a fault proxy).
+const CUT_RELEASE: u64 = 8;
+/// Percent of stale-lease releases (the hold is likely lost by then, maybe
+/// taken by another) whose first attempt is lost.
+const CUT_STALE: u64 = 40;
+
+fn cut(rng: &mut Rng, percent: u64) -> Option<Cut> {
+    rng.chance(percent).then(|| {
+        if rng.chance(50) {
+            Cut::Request
+        } else {
+            Cut::Reply
+        }
+    })
 }
 
 /// What the chooser needs to know about one held guard.
@@ -77,6 +117,7 @@ enum Choice {
     Check,
     Peek,
     Restart,
+    ShutdownHandover,
 }
 
 /// Draws the next operation.
@@ -112,6 +153,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             (60, Choice::Check),
             (30, Choice::Peek),
             (3, Choice::Restart),
+            (6, Choice::ShutdownHandover),
         ]
     };
     match rng.weighted(&table) {
@@ -119,6 +161,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
         Choice::Release => Op::Release {
             index: rng.below(held.len() as u64) as usize,
             drop: rng.chance(30),
+            cut: cut(rng, CUT_RELEASE),
         },
         Choice::Leak => Op::Leak {
             index: *rng.pick(&watched),
@@ -134,6 +177,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
                 index,
                 reacquire,
                 extra: rng.millis(10, 150),
+                cut: cut(rng, CUT_STALE),
             }
         }
         // Now and then a long section: the watchdog must keep a watched
@@ -160,7 +204,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
                     Kind::Read,
                     Kind::Write,
                 ]);
-                (kind, *rng.pick(kind.names()))
+                (kind, pick_name(rng, kind))
             };
             Op::Check {
                 kind,
@@ -176,6 +220,34 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             }
         }
         Choice::Restart => Op::RestartClient,
+        Choice::ShutdownHandover => {
+            // The kinds a release hands over directly, on names that share
+            // a channel with others now and then.
+            let kind = if rng.chance(70) {
+                Kind::Plain
+            } else {
+                Kind::Fenced
+            };
+            Op::ShutdownHandover {
+                target: Target {
+                    kind,
+                    names: vec![pick_name(rng, kind)],
+                },
+                waiters: rng.range(2, 3) as usize,
+                delay: rng.millis(20, 60),
+            }
+        }
+    }
+}
+
+/// A name of `kind`: mostly one of its few main names, now and then one
+/// that shares a channel, a hash slot or a key with another kind's.
+pub(crate) fn pick_name(rng: &mut Rng, kind: Kind) -> &'static str {
+    let extra = kind.extra_names();
+    if !extra.is_empty() && rng.chance(25) {
+        *rng.pick(extra)
+    } else {
+        *rng.pick(kind.names())
     }
 }
 
@@ -200,7 +272,7 @@ fn any_target(rng: &mut Rng) -> Target {
         all.truncate(rng.range(2, 3) as usize);
         all
     } else {
-        vec![*rng.pick(kind.names())]
+        vec![pick_name(rng, kind)]
     };
     Target { kind, names }
 }
