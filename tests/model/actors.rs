@@ -17,7 +17,7 @@ use crate::config::{
 };
 use crate::fault_proxy::{Action, Arming, Matcher, Rule};
 use crate::history::{ActorId, Event, HoldId, Recorder};
-use crate::ops::{self, Cut, HeldView, Op};
+use crate::ops::{self, Cut, ForkUse, HeldView, Op};
 use crate::rng::Rng;
 use crate::targets::{self, AnyGuard, ClientSet, Kind, Method, Target};
 
@@ -398,6 +398,9 @@ pub(crate) struct ActorSpec {
     /// Arms the fault proxy in front of the main server (`None` in child
     /// processes: the proxy lives in the test process).
     pub(crate) proxy: Option<Arming>,
+    /// Whether it may `fork()` (only in child processes: the test process
+    /// is the harness's, with threads of its own).
+    pub(crate) may_fork: bool,
 }
 
 /// Starts an actor thread; it returns how many operations it ran. A panic
@@ -484,7 +487,7 @@ impl Actor {
             self.spec.slot.revive();
             self.watch_guards();
             let mut op_rng = Rng::new(self.rng.next_u64());
-            let op = ops::choose(&mut op_rng, &self.view());
+            let op = ops::choose(&mut op_rng, &self.view(), self.spec.may_fork);
             self.perform(op);
             self.ops += 1;
         }
@@ -606,6 +609,7 @@ impl Actor {
                 waiters,
                 delay,
             } => self.shutdown_handover(target, waiters, delay),
+            Op::Fork { what, target } => self.fork(what, &target),
         }
     }
 
@@ -799,6 +803,64 @@ impl Actor {
         }
         if let Some(index) = self.held.iter().position(|h| h.hold == hold) {
             self.release(index, false, cut);
+        }
+    }
+
+    /// Forks; the forked process does `what` with the inherited client
+    /// (see [`ForkUse`]) and exits with what it found; a failure is
+    /// flagged. The parent's holds and waiters go on; the other rules see
+    /// whether the forked process disturbed them.
+    fn fork(&mut self, what: ForkUse, target: &Target) {
+        let set = self.spec.slot.current();
+        let held = &mut self.held;
+        let in_the_fork = move || -> Result<(), String> {
+            let forked =
+                |r: &redhold::Result<()>| matches!(r, Err(redhold::Error::ForkedProcess { .. }));
+            match what {
+                ForkUse::Use => {
+                    let got =
+                        targets::acquire(&set, target, Method::TryLock, &Interrupter::default());
+                    if !matches!(got, Err(redhold::Error::ForkedProcess { .. })) {
+                        return Err(format!(
+                            "try_lock on {} {} in a forked process gave {}",
+                            target.kind.as_str(),
+                            target.joined(),
+                            match got {
+                                Ok(Some(_)) => "a guard".into(),
+                                Ok(None) => "busy".into(),
+                                Err(e) => targets::error_word(&e),
+                            }
+                        ));
+                    }
+                    if let Some(h) = held.iter().find(|h| h.target.kind.single()) {
+                        let r = targets::unlock_leaked(&h.set, h.target.kind, h.target.names[0]);
+                        if !forked(&r) {
+                            return Err(format!(
+                                "Lock::unlock of an inherited hold in a forked process gave {}",
+                                targets::outcome(&r)
+                            ));
+                        }
+                    }
+                }
+                ForkUse::Drop => {
+                    // The copies of the parent's guards, and a client handle.
+                    held.clear();
+                    drop(set.clients[0].clone());
+                }
+                ForkUse::Shutdown => {
+                    let _ = set.clients[0].shutdown();
+                }
+            }
+            Ok(())
+        };
+        if let Err(text) = crate::forks::fork_and_wait(in_the_fork) {
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text: format!(
+                    "{} a forked process that was to {what:?} its inherited client: {text}",
+                    crate::forks::FORK
+                ),
+            });
         }
     }
 

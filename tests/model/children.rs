@@ -100,6 +100,7 @@ pub(crate) fn child_main(spec: ChildSpec) {
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
                 proxy: None,
+                may_fork: true,
             })
         })
         .collect();

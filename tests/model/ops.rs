@@ -70,6 +70,20 @@ pub(crate) enum Op {
         waiters: usize,
         delay: Duration,
     },
+    /// `fork()` (in child processes only) and, in the forked process, do
+    /// `what` with the inherited client; see `forks.rs`.
+    Fork { what: ForkUse, target: Target },
+}
+
+/// What a forked process does with the client it inherited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ForkUse {
+    /// Acquire and release: every call must fail with `ForkedProcess`.
+    Use,
+    /// Drop the inherited guards and a handle of the client.
+    Drop,
+    /// `Client::shutdown()`.
+    Shutdown,
 }
 
 /// How a release's first attempt is lost (see `fault_proxy.rs`).
@@ -118,10 +132,11 @@ enum Choice {
     Peek,
     Restart,
     ShutdownHandover,
+    Fork,
 }
 
-/// Draws the next operation.
-pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
+/// Draws the next operation; `Fork` only when `may_fork`.
+pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
     let holding = !held.is_empty();
     let leased: Vec<usize> = (0..held.len())
         .filter(|&i| held[i].leased && held[i].has_guard)
@@ -144,6 +159,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             (80, Choice::Check),
             (15, Choice::Peek),
             (2, Choice::Restart),
+            (if may_fork { 3 } else { 0 }, Choice::Fork),
         ]
     } else {
         vec![
@@ -154,6 +170,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             (30, Choice::Peek),
             (3, Choice::Restart),
             (6, Choice::ShutdownHandover),
+            (if may_fork { 2 } else { 0 }, Choice::Fork),
         ]
     };
     match rng.weighted(&table) {
@@ -220,6 +237,13 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             }
         }
         Choice::Restart => Op::RestartClient,
+        Choice::Fork => Op::Fork {
+            what: *rng.pick(&[ForkUse::Use, ForkUse::Drop, ForkUse::Shutdown]),
+            target: match held.first() {
+                Some(h) if rng.chance(60) => h.target.clone(),
+                _ => any_target(rng),
+            },
+        },
         Choice::ShutdownHandover => {
             // The kinds a release hands over directly, on names that share
             // a channel with others now and then.
@@ -245,9 +269,10 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
 pub(crate) fn pick_name(rng: &mut Rng, kind: Kind) -> &'static str {
     let extra = kind.extra_names();
     if !extra.is_empty() && rng.chance(25) {
-        *rng.pick(extra)
+        extra[rng.below(extra.len() as u64) as usize]
     } else {
-        *rng.pick(kind.names())
+        let names = kind.names();
+        names[rng.below(names.len() as u64) as usize]
     }
 }
 
@@ -399,13 +424,13 @@ mod tests {
                 reentrant: true,
                 method: Method::TryForLease(wait, _),
                 ..
-            } = choose(&mut rng, std::slice::from_ref(&outer))
+            } = choose(&mut rng, std::slice::from_ref(&outer), false)
             {
                 inner_lease += usize::from(wait.is_zero());
             }
             if let Op::StaleLease {
                 reacquire: Some(_), ..
-            } = choose(&mut rng, std::slice::from_ref(&leased))
+            } = choose(&mut rng, std::slice::from_ref(&leased), false)
             {
                 stale_then_lock += 1;
             }

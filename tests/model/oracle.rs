@@ -105,6 +105,8 @@ pub(crate) fn judge(m: &Model) -> Verdict {
                 continue;
             }
             (Class::Safety, "guard after shutdown")
+        } else if text.starts_with(crate::forks::FORK) {
+            (Class::Robustness, "fork")
         } else {
             (Class::Model, "actor check")
         };

@@ -110,6 +110,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
                 proxy: Some(proxy.arming()),
+                may_fork: false,
             }));
         }
     }
