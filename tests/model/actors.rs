@@ -15,14 +15,29 @@ use redhold::{Client, Interrupt};
 use crate::config::{
     CONNECT_TIMEOUT, FAIR_WAIT, RESPONSE_TIMEOUT, RETRY_ATTEMPTS, RETRY_DELAY, WATCHDOG,
 };
+use crate::fault_proxy::{Action, Arming, Matcher, Rule};
 use crate::history::{ActorId, Event, HoldId, Recorder};
-use crate::ops::{self, HeldView, Op};
+use crate::ops::{self, Cut, ForkUse, HeldView, Op};
 use crate::rng::Rng;
 use crate::targets::{self, AnyGuard, ClientSet, Kind, Method, Target};
 
 /// How long before a leaked lease runs out an actor stops releasing it:
 /// the release must reach Redis before the lease ends.
 const LEAK_MARGIN: Duration = Duration::from_millis(50);
+
+/// How much later than its client's `shutdown()` began an acquire may
+/// return a guard before that counts as a guard after shutdown: the
+/// library's check and our reading of the clock are not one instant, and
+/// a thread may be preempted in between.
+const AFTER_SHUTDOWN_MARGIN: Duration = Duration::from_millis(10);
+
+/// The first flag word of a guard returned after its client's shutdown
+/// began (the oracle's rule of that name).
+pub(crate) const AFTER_SHUTDOWN: &str = "[guard after shutdown]";
+
+/// Actor ids of the helper threads of a shutdown-during-hand-over start
+/// here: `HELPER_BASE + 8 × actor + k`.
+const HELPER_BASE: ActorId = 100_000;
 
 /// Fires `Interrupt`s at their due time, from its own thread, as a user's
 /// other thread would.
@@ -238,7 +253,135 @@ fn build_set(
         tag: tag.to_owned(),
         clients,
         prefix: Arc::clone(prefix),
+        shutdown_began: std::sync::OnceLock::new(),
     })
+}
+
+/// The fault proxy's matcher for `set`'s main client releasing `target`
+/// (its first lock): a script call with the lock's Redis name as a key and
+/// the client's unlock-latch key (`redisson_unlock_latch:{…}:<client-id>:n`),
+/// which only releases carry.
+fn release_matcher(set: &ClientSet, target: &Target) -> Matcher {
+    let client = format!(":{}:", set.clients[0].id());
+    Matcher::script(
+        &set.full(target.names[0]),
+        &["redisson_unlock_latch:", client.as_str()],
+    )
+}
+
+/// A rule armed on a release and what it loses.
+#[derive(Debug)]
+struct Armed {
+    armed: crate::fault_proxy::Armed,
+    what: &'static str,
+}
+
+/// The flag for a guard that an acquire on `set` returned at `returned`,
+/// if that was clearly after the set's shutdown began (red locks, whose
+/// other clients shut down later, are left out).
+pub(crate) fn after_shutdown(
+    set: &ClientSet,
+    kind: Kind,
+    returned: Instant,
+    hold: HoldId,
+) -> Option<String> {
+    let began = *set.shutdown_began.get()?;
+    let late = returned.checked_duration_since(began)?;
+    (kind != Kind::Red && late > AFTER_SHUTDOWN_MARGIN).then(|| {
+        format!(
+            "{AFTER_SHUTDOWN} hold #{}: the acquire on {} returned a guard {:.1} ms after \
+             `shutdown()` of its client {} began",
+            crate::report::hold_id(hold),
+            kind.as_str(),
+            late.as_secs_f64() * 1000.0,
+            set.tag
+        )
+    })
+}
+
+/// A helper thread of a shutdown during a hand-over: one `lock()` on the
+/// target with the actor's client set, recorded like an actor's, and a
+/// release at once if it gets the lock.
+struct Helper {
+    id: ActorId,
+    label: String,
+    /// Its first op (and hold) number.
+    first: u64,
+    set: Arc<ClientSet>,
+    target: Target,
+    recorder: Recorder,
+    interrupts: Arc<Interrupter>,
+}
+
+impl Helper {
+    fn run(self) {
+        let (id, set) = (self.id, &self.set);
+        self.recorder.record(Event::Actor {
+            actor: id,
+            label: self.label.clone(),
+        });
+        let op = (u64::from(id) << 32) | self.first;
+        self.recorder.record(Event::Call {
+            actor: id,
+            op,
+            client: set.tag.clone(),
+            kind: self.target.kind,
+            names: self.target.joined(),
+            method: Method::Lock.label(),
+            lease_ms: 0,
+            wait_ms: -1,
+            reentrant: false,
+        });
+        let got = catch_unwind(AssertUnwindSafe(|| {
+            targets::acquire(set, &self.target, Method::Lock, &self.interrupts)
+        }));
+        let returned = Instant::now();
+        let guard = match got {
+            Ok(Ok(Some(guard))) => guard,
+            Ok(Ok(None)) => {
+                return self.recorder.record(Event::Miss {
+                    actor: id,
+                    op,
+                    outcome: "busy".into(),
+                })
+            }
+            Ok(Err(e)) => {
+                return self.recorder.record(Event::Miss {
+                    actor: id,
+                    op,
+                    outcome: targets::error_word(&e),
+                })
+            }
+            Err(_) => {
+                return self.recorder.record(Event::Flag {
+                    actor: id,
+                    text: "a helper's lock() panicked".into(),
+                })
+            }
+        };
+        let hold = op;
+        self.recorder.record(Event::Enter {
+            actor: id,
+            op,
+            hold,
+            token: guard.token().unwrap_or(0),
+        });
+        if let Some(text) = after_shutdown(set, self.target.kind, returned, hold) {
+            self.recorder.record(Event::Flag { actor: id, text });
+        }
+        self.recorder.record(Event::Exit {
+            actor: id,
+            hold,
+            how: "unlock".into(),
+            held: guard.is_held(),
+        });
+        let result = targets::outcome(&guard.unlock());
+        self.recorder.record(Event::Released {
+            actor: id,
+            hold,
+            result,
+        });
+    }
 }
 
 /// What an actor is started with.
@@ -252,6 +395,12 @@ pub(crate) struct ActorSpec {
     pub(crate) recorder: Recorder,
     pub(crate) interrupts: Arc<Interrupter>,
     pub(crate) stop: Arc<AtomicBool>,
+    /// Arms the fault proxy in front of the main server (`None` in child
+    /// processes: the proxy lives in the test process).
+    pub(crate) proxy: Option<Arming>,
+    /// Whether it may `fork()` (only in child processes: the test process
+    /// is the harness's, with threads of its own).
+    pub(crate) may_fork: bool,
 }
 
 /// Starts an actor thread; it returns how many operations it ran. A panic
@@ -306,6 +455,8 @@ struct Actor {
     held: Vec<Held>,
     next_op: u64,
     next_hold: u64,
+    /// Op and hold numbers of this actor's helper threads.
+    next_helper_op: u64,
     ops: u64,
 }
 
@@ -318,6 +469,7 @@ impl Actor {
             held: Vec::new(),
             next_op: 0,
             next_hold: 0,
+            next_helper_op: 0,
             ops: 0,
         }
     }
@@ -335,7 +487,7 @@ impl Actor {
             self.spec.slot.revive();
             self.watch_guards();
             let mut op_rng = Rng::new(self.rng.next_u64());
-            let op = ops::choose(&mut op_rng, &self.view());
+            let op = ops::choose(&mut op_rng, &self.view(), self.spec.may_fork);
             self.perform(op);
             self.ops += 1;
         }
@@ -343,7 +495,7 @@ impl Actor {
         while !self.held.is_empty() {
             self.watch_guards();
             let index = self.rng.below(self.held.len() as u64) as usize;
-            self.release(index, false);
+            self.release(index, false, None);
         }
         self.record(Event::Done {
             actor: self.spec.id,
@@ -412,7 +564,7 @@ impl Actor {
                 method,
                 reentrant,
             } => self.acquire(target, method, reentrant),
-            Op::Release { index, drop } => self.release(index, drop),
+            Op::Release { index, drop, cut } => self.release(index, drop, cut),
             Op::Leak { index } => {
                 if let Some(guard) = self.held[index].guard.take() {
                     if let Err(guard) = guard.leak() {
@@ -424,7 +576,8 @@ impl Actor {
                 index,
                 reacquire,
                 extra,
-            } => self.stale_lease(index, reacquire, extra),
+                cut,
+            } => self.stale_lease(index, reacquire, extra, cut),
             Op::Work(pause) => self.pause(pause),
             Op::ForceUnlock(target) => {
                 let set = self.spec.slot.current();
@@ -451,6 +604,12 @@ impl Actor {
                 let _ = targets::peek(&self.spec.slot.current(), kind, name);
             }
             Op::RestartClient => self.spec.slot.restart(&self.spec.recorder),
+            Op::ShutdownHandover {
+                target,
+                waiters,
+                delay,
+            } => self.shutdown_handover(target, waiters, delay),
+            Op::Fork { what, target } => self.fork(what, &target),
         }
     }
 
@@ -482,6 +641,12 @@ impl Actor {
                     hold,
                     token: guard.token().unwrap_or(0),
                 });
+                if let Some(text) = after_shutdown(&set, target.kind, entered, hold) {
+                    self.record(Event::Flag {
+                        actor: self.spec.id,
+                        text,
+                    });
+                }
                 self.held.push(Held {
                     hold,
                     target,
@@ -506,8 +671,34 @@ impl Actor {
         }
     }
 
-    /// Ends the section of held guard `index` and releases it.
-    fn release(&mut self, index: usize, drop_it: bool) {
+    /// Arms the fault proxy to lose the first attempt of this client's
+    /// next release of `target` (its request or its reply), when the run
+    /// has a proxy and the lock lives behind it.
+    fn arm_cut(&self, set: &ClientSet, target: &Target, cut: Option<Cut>) -> Option<Armed> {
+        let (cut, proxy) = (cut?, self.spec.proxy.as_ref()?);
+        if target.kind == Kind::Red {
+            return None;
+        }
+        let action = match cut {
+            Cut::Request => Action::LoseRequest,
+            Cut::Reply => Action::LoseReply,
+        };
+        let armed = proxy.arm(Rule {
+            matcher: release_matcher(set, target),
+            action,
+        });
+        Some(Armed {
+            armed,
+            what: match cut {
+                Cut::Request => "request",
+                Cut::Reply => "reply",
+            },
+        })
+    }
+
+    /// Ends the section of held guard `index` and releases it; with `cut`,
+    /// the release's first attempt is lost.
+    fn release(&mut self, index: usize, drop_it: bool, cut: Option<Cut>) {
         let h = self.held.remove(index);
         let actor = self.spec.id;
         match h.guard {
@@ -518,12 +709,25 @@ impl Actor {
                     how: if drop_it { "drop" } else { "unlock" }.into(),
                     held: guard.is_held(),
                 });
+                let armed = self.arm_cut(&h.set, &h.target, cut);
                 let result = if drop_it {
                     drop(guard);
                     "dropped".to_owned()
                 } else {
                     targets::outcome(&guard.unlock())
                 };
+                if let Some(armed) = armed {
+                    if armed.armed.disarm() {
+                        self.record(Event::Note {
+                            text: format!(
+                                "{}: the fault proxy lost the first {} of the release of hold #{}",
+                                self.spec.label,
+                                armed.what,
+                                crate::report::hold_id(h.hold)
+                            ),
+                        });
+                    }
+                }
                 self.record(Event::Released {
                     actor,
                     hold: h.hold,
@@ -581,7 +785,13 @@ impl Actor {
 
     /// Keeps a leased guard past its lease, maybe takes the lock again,
     /// then unlocks the stale guard.
-    fn stale_lease(&mut self, index: usize, reacquire: Option<Method>, extra: Duration) {
+    fn stale_lease(
+        &mut self,
+        index: usize,
+        reacquire: Option<Method>,
+        extra: Duration,
+        cut: Option<Cut>,
+    ) {
         let (hold, target, due) = {
             let h = &self.held[index];
             let lease = h.lease.unwrap_or_default();
@@ -592,7 +802,152 @@ impl Actor {
             self.acquire(target, method, true);
         }
         if let Some(index) = self.held.iter().position(|h| h.hold == hold) {
-            self.release(index, false);
+            self.release(index, false, cut);
+        }
+    }
+
+    /// Forks; the forked process does `what` with the inherited client
+    /// (see [`ForkUse`]) and exits with what it found; a failure is
+    /// flagged. The parent's holds and waiters go on; the other rules see
+    /// whether the forked process disturbed them.
+    fn fork(&mut self, what: ForkUse, target: &Target) {
+        let set = self.spec.slot.current();
+        let held = &mut self.held;
+        let in_the_fork = move || -> Result<(), String> {
+            let forked =
+                |r: &redhold::Result<()>| matches!(r, Err(redhold::Error::ForkedProcess { .. }));
+            match what {
+                ForkUse::Use => {
+                    let got =
+                        targets::acquire(&set, target, Method::TryLock, &Interrupter::default());
+                    if !matches!(got, Err(redhold::Error::ForkedProcess { .. })) {
+                        return Err(format!(
+                            "try_lock on {} {} in a forked process gave {}",
+                            target.kind.as_str(),
+                            target.joined(),
+                            match got {
+                                Ok(Some(_)) => "a guard".into(),
+                                Ok(None) => "busy".into(),
+                                Err(e) => targets::error_word(&e),
+                            }
+                        ));
+                    }
+                    if let Some(h) = held.iter().find(|h| h.target.kind.single()) {
+                        let r = targets::unlock_leaked(&h.set, h.target.kind, h.target.names[0]);
+                        if !forked(&r) {
+                            return Err(format!(
+                                "Lock::unlock of an inherited hold in a forked process gave {}",
+                                targets::outcome(&r)
+                            ));
+                        }
+                    }
+                }
+                ForkUse::Drop => {
+                    // The copies of the parent's guards, and a client handle.
+                    held.clear();
+                    drop(set.clients[0].clone());
+                }
+                ForkUse::Shutdown => {
+                    let _ = set.clients[0].shutdown();
+                }
+            }
+            Ok(())
+        };
+        if let Err(text) = crate::forks::fork_and_wait(in_the_fork) {
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text: format!(
+                    "{} a forked process that was to {what:?} its inherited client: {text}",
+                    crate::forks::FORK
+                ),
+            });
+        }
+    }
+
+    /// Shutdown in the middle of a hand-over: takes `target`, lets
+    /// `waiters` helper threads of the same client park on it, then
+    /// releases it while another thread shuts the client down. With the
+    /// fault proxy the release's reply is held back `delay` and the
+    /// shutdown starts once the server has the release, so the release's
+    /// direct hand-over to a parked thread is surely in flight; without
+    /// it the two race. No helper may get a guard after the shutdown began
+    /// (checked by each, see [`after_shutdown`]); every helper must return.
+    fn shutdown_handover(&mut self, target: Target, waiters: usize, delay: Duration) {
+        if !self.held.is_empty() {
+            return;
+        }
+        self.acquire(
+            target.clone(),
+            Method::TryFor(Duration::from_millis(300)),
+            false,
+        );
+        let Some(index) = self.held.iter().position(|h| h.target == target) else {
+            return;
+        };
+        let set = Arc::clone(&self.held[index].set);
+        let mut helpers = Vec::new();
+        for k in 0..waiters {
+            let id = HELPER_BASE + 8 * self.spec.id + k as ActorId;
+            let first = self.next_helper_op;
+            self.next_helper_op += 4;
+            let helper = Helper {
+                id,
+                label: format!("{}.h{k}", self.spec.label),
+                first,
+                set: Arc::clone(&set),
+                target: target.clone(),
+                recorder: self.spec.recorder.fork(),
+                interrupts: Arc::clone(&self.spec.interrupts),
+            };
+            if let Ok(t) = thread::Builder::new()
+                .name(format!("model-{}", helper.label))
+                .spawn(move || helper.run())
+            {
+                helpers.push(t);
+            }
+        }
+        // Let them park (a thread that comes late takes the lock after
+        // the release or fails with `Shutdown`: both fine).
+        self.pause(Duration::from_millis(30));
+        let armed = self.spec.proxy.as_ref().map(|proxy| {
+            proxy.arm(Rule {
+                matcher: release_matcher(&set, &target),
+                action: Action::DelayReply(delay),
+            })
+        });
+        let (slot, recorder) = (Arc::clone(&self.spec.slot), self.spec.recorder.fork());
+        let jitter = Duration::from_micros(self.rng.below(1000));
+        let closer = thread::Builder::new()
+            .name(format!("model-{}.closer", self.spec.label))
+            .spawn(move || {
+                let in_flight = armed.map(|a| {
+                    let fired = a.wait_fired(Duration::from_secs(2));
+                    a.disarm();
+                    fired
+                });
+                // Into the held-back reply's window, or a race.
+                thread::sleep(match in_flight {
+                    Some(true) => delay / 4,
+                    _ => jitter,
+                });
+                slot.restart(&recorder);
+            });
+        self.release(index, false, None);
+        if let Ok(closer) = closer {
+            let _ = crate::joins::join_within(closer, Duration::from_secs(20));
+        }
+        let unfinished = crate::joins::wait_for(helpers, Duration::from_secs(5));
+        if !unfinished.is_empty() {
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text: format!(
+                    "{} helper thread(s) of a shutdown during a hand-over on {} {} still                      waiting 5 s after their client was shut down",
+                    unfinished.len(),
+                    target.kind.as_str(),
+                    target.joined()
+                ),
+            });
+            // They end with the schedule's final shutdown at the latest.
         }
     }
 

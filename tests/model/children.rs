@@ -99,6 +99,8 @@ pub(crate) fn child_main(spec: ChildSpec) {
                 recorder: recorder.fork(),
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
+                proxy: None,
+                may_fork: true,
             })
         })
         .collect();

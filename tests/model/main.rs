@@ -4,13 +4,22 @@
 //! Each *schedule* starts three `redis-server`s and runs actors (threads of
 //! three or four clients, part of them in child processes) that pick lock
 //! operations at random from their own seeded stream: every lock kind on a
-//! few names each, acquires with and without leases (re-entrant ones too),
-//! releases in any order, leaks, stale leased guards, force-unlocks,
-//! interruptible waits, client restarts; and, in half of the schedules, a
-//! fault thread that kills connections, stalls and restarts servers. Every
-//! critical section is recorded in one history; afterwards the oracle
-//! (`oracle.rs`) checks mutual exclusion, losses, fencing tokens, hold
-//! counts, liveness, and the end state in Redis (`leftovers.rs`).
+//! few names each, now and then names that share a channel (`p0`, `{p0}`),
+//! a hash slot (`{pt}a`, `{pt}b`) or a key with another kind (fenced and
+//! spin locks on plain names), acquires with and without leases
+//! (re-entrant ones too), releases in any order, leaks, stale leased
+//! guards, force-unlocks, interruptible waits, client restarts, a client
+//! shut down while its threads hand a lock to each other, and, in child
+//! processes, `fork()` with the client in use. The main server is reached
+//! through a fault proxy (`tests/support/fault_proxy.rs`) that actors arm
+//! to lose a release's first request or its reply; in half of the
+//! schedules a fault thread also kills connections, stalls and restarts
+//! servers. Every critical section is recorded in one history; afterwards
+//! the oracle (`oracle.rs`) checks mutual exclusion (keyed by the Redis
+//! key a lock lives in), losses, silent losses (a release that says `Ok`
+//! for a lost hold), guards returned after `shutdown()`, fencing tokens,
+//! hold counts, liveness, forks, and the end state in Redis
+//! (`leftovers.rs`).
 //!
 //! Running it:
 //!
@@ -36,9 +45,11 @@
 //! |---|---|
 //! | `config.rs` | timeouts, budget, seeds and modes |
 //! | `rng.rs` | SplitMix64 and per-actor streams |
-//! | `targets.rs` | lock kinds, names, acquire methods, one guard type |
+//! | `targets.rs` | lock kinds, names (shared channels, slots, keys), acquire methods, one guard type |
 //! | `ops.rs` | the operation mix |
-//! | `actors.rs` | actor threads, client slots (restarts), the interrupter |
+//! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, the interrupter |
+//! | `forks.rs` | `fork()` with a client in use (child processes only) |
+//! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |
 //! | `children.rs`, `wire.rs` | actors in child processes, events over a socket |
 //! | `faults.rs` | the fault thread |
 //! | `history.rs` | events and the stamped history |
@@ -50,6 +61,8 @@
 
 #[path = "../support/child.rs"]
 mod child;
+#[path = "../support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -57,6 +70,7 @@ mod actors;
 mod children;
 mod config;
 mod faults;
+mod forks;
 mod history;
 mod joins;
 mod leftovers;

@@ -285,7 +285,6 @@ impl Model {
         let mut forces: HashMap<ActorId, (Kind, Vec<String>, Instant)> = HashMap::new();
         let mut probes: HashMap<ActorId, Instant> = HashMap::new();
         let mut faults: HashMap<(u8, String), Instant> = HashMap::new();
-        let name_prefix = format!("{prefix}:");
         for Stamped { at, event } in events {
             let at = *at;
             match event {
@@ -427,9 +426,10 @@ impl Model {
                     }
                 }
                 Event::Lost { client, name } => {
-                    let short = name.strip_prefix(&name_prefix).unwrap_or(name);
+                    let short = crate::targets::short_name(prefix, name)
+                        .map_or_else(|| name.clone(), |s| s.into_owned());
                     let set = client.split('/').next().unwrap_or(client);
-                    m.callbacks.push((at, set.to_owned(), short.to_owned()));
+                    m.callbacks.push((at, set.to_owned(), short));
                 }
                 Event::ForceStart { actor, kind, names } => {
                     forces.insert(*actor, (*kind, split_names(names), at));

@@ -29,8 +29,13 @@ pub(crate) enum Op {
         reentrant: bool,
     },
     /// Release held guard number `index` (any order): `unlock()`, or a
-    /// plain drop with `drop`.
-    Release { index: usize, drop: bool },
+    /// plain drop with `drop`; with `cut`, the release's first attempt is
+    /// lost (when the run has a fault proxy).
+    Release {
+        index: usize,
+        drop: bool,
+        cut: Option<Cut>,
+    },
     /// Give guard `index` up with `leak()`; released later by `Lock::unlock`.
     Leak { index: usize },
     /// Keep leased guard `index` until its lease ran out plus `extra`,
@@ -40,6 +45,7 @@ pub(crate) enum Op {
         index: usize,
         reacquire: Option<Method>,
         extra: Duration,
+        cut: Option<Cut>,
     },
     /// Work inside (or between) critical sections.
     Work(Duration),
@@ -55,6 +61,54 @@ pub(crate) enum Op {
     Peek { kind: Kind, name: &'static str },
     /// Shut the actor's client set down and build a new one.
     RestartClient,
+    /// Take `target`, let `waiters` more threads of the same client park
+    /// on it, then release it (its reply held back `delay` by the fault
+    /// proxy, so the hand-over to a parked thread is in flight) while
+    /// another thread shuts the client down.
+    ShutdownHandover {
+        target: Target,
+        waiters: usize,
+        delay: Duration,
+    },
+    /// `fork()` (in child processes only) and, in the forked process, do
+    /// `what` with the inherited client; see `forks.rs`.
+    Fork { what: ForkUse, target: Target },
+}
+
+/// What a forked process does with the client it inherited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ForkUse {
+    /// Acquire and release: every call must fail with `ForkedProcess`.
+    Use,
+    /// Drop the inherited guards and a handle of the client.
+    Drop,
+    /// `Client::shutdown()`.
+    Shutdown,
+}
+
+/// How a release's first attempt is lost (see `fault_proxy.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The connection dies before the request reaches the server.
+    Request,
+    /// The server runs the release; the connection dies before its reply.
+    Reply,
+}
+
+/// Percent of releases whose first attempt is lost (with a fault proxy).
+const CUT_RELEASE: u64 = 8;
+/// Percent of stale-lease releases (the hold is likely lost by then, maybe
+/// taken by another) whose first attempt is lost.
+const CUT_STALE: u64 = 40;
+
+fn cut(rng: &mut Rng, percent: u64) -> Option<Cut> {
+    rng.chance(percent).then(|| {
+        if rng.chance(50) {
+            Cut::Request
+        } else {
+            Cut::Reply
+        }
+    })
 }
 
 /// What the chooser needs to know about one held guard.
@@ -77,10 +131,12 @@ enum Choice {
     Check,
     Peek,
     Restart,
+    ShutdownHandover,
+    Fork,
 }
 
-/// Draws the next operation.
-pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
+/// Draws the next operation; `Fork` only when `may_fork`.
+pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
     let holding = !held.is_empty();
     let leased: Vec<usize> = (0..held.len())
         .filter(|&i| held[i].leased && held[i].has_guard)
@@ -103,6 +159,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             (80, Choice::Check),
             (15, Choice::Peek),
             (2, Choice::Restart),
+            (if may_fork { 3 } else { 0 }, Choice::Fork),
         ]
     } else {
         vec![
@@ -112,6 +169,8 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             (60, Choice::Check),
             (30, Choice::Peek),
             (3, Choice::Restart),
+            (6, Choice::ShutdownHandover),
+            (if may_fork { 2 } else { 0 }, Choice::Fork),
         ]
     };
     match rng.weighted(&table) {
@@ -119,6 +178,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
         Choice::Release => Op::Release {
             index: rng.below(held.len() as u64) as usize,
             drop: rng.chance(30),
+            cut: cut(rng, CUT_RELEASE),
         },
         Choice::Leak => Op::Leak {
             index: *rng.pick(&watched),
@@ -134,6 +194,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
                 index,
                 reacquire,
                 extra: rng.millis(10, 150),
+                cut: cut(rng, CUT_STALE),
             }
         }
         // Now and then a long section: the watchdog must keep a watched
@@ -160,7 +221,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
                     Kind::Read,
                     Kind::Write,
                 ]);
-                (kind, *rng.pick(kind.names()))
+                (kind, pick_name(rng, kind))
             };
             Op::Check {
                 kind,
@@ -176,6 +237,42 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView]) -> Op {
             }
         }
         Choice::Restart => Op::RestartClient,
+        Choice::Fork => Op::Fork {
+            what: *rng.pick(&[ForkUse::Use, ForkUse::Drop, ForkUse::Shutdown]),
+            target: match held.first() {
+                Some(h) if rng.chance(60) => h.target.clone(),
+                _ => any_target(rng),
+            },
+        },
+        Choice::ShutdownHandover => {
+            // The kinds a release hands over directly, on names that share
+            // a channel with others now and then.
+            let kind = if rng.chance(70) {
+                Kind::Plain
+            } else {
+                Kind::Fenced
+            };
+            Op::ShutdownHandover {
+                target: Target {
+                    kind,
+                    names: vec![pick_name(rng, kind)],
+                },
+                waiters: rng.range(2, 3) as usize,
+                delay: rng.millis(20, 60),
+            }
+        }
+    }
+}
+
+/// A name of `kind`: mostly one of its few main names, now and then one
+/// that shares a channel, a hash slot or a key with another kind's.
+pub(crate) fn pick_name(rng: &mut Rng, kind: Kind) -> &'static str {
+    let extra = kind.extra_names();
+    if !extra.is_empty() && rng.chance(25) {
+        extra[rng.below(extra.len() as u64) as usize]
+    } else {
+        let names = kind.names();
+        names[rng.below(names.len() as u64) as usize]
     }
 }
 
@@ -200,7 +297,7 @@ fn any_target(rng: &mut Rng) -> Target {
         all.truncate(rng.range(2, 3) as usize);
         all
     } else {
-        vec![*rng.pick(kind.names())]
+        vec![pick_name(rng, kind)]
     };
     Target { kind, names }
 }
@@ -327,13 +424,13 @@ mod tests {
                 reentrant: true,
                 method: Method::TryForLease(wait, _),
                 ..
-            } = choose(&mut rng, std::slice::from_ref(&outer))
+            } = choose(&mut rng, std::slice::from_ref(&outer), false)
             {
                 inner_lease += usize::from(wait.is_zero());
             }
             if let Op::StaleLease {
                 reacquire: Some(_), ..
-            } = choose(&mut rng, std::slice::from_ref(&leased))
+            } = choose(&mut rng, std::slice::from_ref(&leased), false)
             {
                 stale_then_lock += 1;
             }

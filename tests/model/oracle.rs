@@ -9,13 +9,15 @@
 //! | hold count | `hold_count()` / `is_held_by_current_thread()` match the held guards | leases close to their end, faults, force-unlocks, failed acquires or releases nearby |
 //! | loss noticed | a watched guard learns of a restart or force-unlock within a watchdog timeout | re-acquiring in between (documented) |
 //! | liveness | a waiter never waits more than [`LIVENESS_BOUND`] while the lock is free (counting every TTL a release may have left behind) | faults, force-unlocks; for fair locks also client shutdowns and failed waits (dead queue entries) |
+//! | silent loss | a release that returned `Ok` had no other holder enter its lock while its guard lived (the hold was lost; `unlock()` must say `LockLost`) | its thread taking the lock again before the release |
+//! | guard after shutdown | an acquire never returns a guard clearly after its client's `shutdown()` began (flagged by the actor, see `actors::after_shutdown`) | a stall of the main server around it (a script in flight) |
 //!
 //! Every breach becomes a [`Violation`]; every excused one is counted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::config::{FAIR_WAIT, LIVENESS_BOUND, WATCHDOG};
+use crate::config::{FAIR_WAIT, LIVENESS_BOUND, RESPONSE_TIMEOUT, WATCHDOG};
 use crate::history::{ActorId, HoldId};
 use crate::model::{Hold, Model};
 use crate::report;
@@ -89,10 +91,28 @@ pub(crate) fn judge(m: &Model) -> Verdict {
     hold_counts(m, &mut v);
     loss_noticed(m, &mut v);
     liveness(m, &mut v);
+    silent_loss(m, &mut v);
     for (at, actor, text) in &m.flags {
+        let (class, rule) = if text.starts_with(crate::actors::AFTER_SHUTDOWN) {
+            // A script in flight under a stall may return after the
+            // shutdown began; the hand-over path has no such excuse.
+            let stalled = m
+                .faults
+                .iter()
+                .any(|f| f.server == 0 && f.start < *at && f.end + RESPONSE_TIMEOUT * 2 > *at);
+            if stalled {
+                v.excuse("guard after shutdown: a stall of the main server around it");
+                continue;
+            }
+            (Class::Safety, "guard after shutdown")
+        } else if text.starts_with(crate::forks::FORK) {
+            (Class::Robustness, "fork")
+        } else {
+            (Class::Model, "actor check")
+        };
         v.violations.push(Violation {
-            class: Class::Model,
-            rule: "actor check",
+            class,
+            rule,
             title: format!("{}: {text}", m.label(*actor)),
             details: Vec::new(),
             at: *at,
@@ -557,6 +577,83 @@ fn loss_noticed(m: &Model, v: &mut Verdict) {
     }
 }
 
+/// A release that returned `Ok` although another holder entered the lock
+/// while the guard lived: the hold was lost on the way and the release
+/// said nothing (`unlock()` must answer `LockLost`). The other hold's
+/// acquire returned before this hold's section ended, and the release was
+/// sent only after that, so the release cannot have been what freed the
+/// lock for it.
+fn silent_loss(m: &Model, v: &mut Verdict) {
+    for h in &m.holds {
+        if h.result != "ok" || !h.kind.single() {
+            continue;
+        }
+        let (Some(exit), Some(released)) = (h.exit, h.released) else {
+            continue;
+        };
+        let name = &h.names[0];
+        let Some(other) = m
+            .holds
+            .iter()
+            .filter(|o| o.other_holder(h) && o.mode().conflicts(h.mode()))
+            .filter(|o| o.names.contains(name) && o.valid_end > o.enter)
+            .filter(|o| o.enter > h.enter && o.enter < exit)
+            // Overlapping valid intervals are two holders, reported as such.
+            .filter(|o| o.enter >= h.valid_end)
+            .min_by_key(|o| o.enter)
+        else {
+            continue;
+        };
+        // The thread took the lock again after the other holder came: its
+        // field is in the hash once more and a release may count it
+        // (`Lock::unlock` releases *a* hold of the thread).
+        let retaken = m
+            .by_actor
+            .get(&h.actor)
+            .into_iter()
+            .flatten()
+            .map(|&i| &m.holds[i])
+            .any(|o| {
+                o.id != h.id
+                    && o.client == h.client
+                    && o.names.contains(name)
+                    && o.mode() == h.mode()
+                    && o.enter > other.enter
+                    && o.enter < released
+            });
+        if retaken {
+            v.excuse("silent loss: the thread took the lock again before the release");
+            continue;
+        }
+        let mut details = vec![
+            format!("released: {}", report::describe(m, h)),
+            format!("entered:  {}", report::describe(m, other)),
+        ];
+        details.extend(report::patterns(m, h, exit));
+        v.violations.push(Violation {
+            class: Class::Safety,
+            rule: "silent loss",
+            title: format!(
+                "silent loss on {} {name}: the release of hold #{} ({}) returned Ok at {} \
+                 although hold #{} ({}) entered the lock at {}, while #{}'s guard lived",
+                h.kind.as_str(),
+                report::hold_id(h.id),
+                m.label(h.actor),
+                m.time(released),
+                report::hold_id(other.id),
+                m.label(other.actor),
+                m.time(other.enter),
+                report::hold_id(h.id)
+            ),
+            details,
+            at: released,
+            names: vec![name.clone()],
+            actors: vec![h.actor, other.actor],
+            holds: vec![h.id, other.id],
+        });
+    }
+}
+
 /// A waiter must get a free lock within the bound.
 fn liveness(m: &Model, v: &mut Verdict) {
     for w in &m.waits {
@@ -823,6 +920,24 @@ mod tests {
                 kind: "sleep-300ms".into(),
             },
         );
+        assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
+    fn a_release_of_a_lost_hold_must_not_say_ok() {
+        // Lease of 100 ms, kept until 300 ms; another holder came at 150.
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 100, 0, 300, "lost", 0);
+        s.hold(2, Kind::Plain, "p0", 0, 150, 200, "ok", 0);
+        assert!(s.judge().violations.is_empty());
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 100, 0, 300, "ok", 0);
+        s.hold(2, Kind::Plain, "p0", 0, 150, 200, "ok", 0);
+        assert_eq!(rules(&s.judge()), ["silent loss"]);
+        // `p0` and `{p0}` share a channel, not a key.
+        let mut s = Script::new();
+        s.hold(1, Kind::Plain, "p0", 100, 0, 300, "ok", 0);
+        s.hold(2, Kind::Plain, "{p0}", 0, 150, 200, "ok", 0);
         assert!(s.judge().violations.is_empty());
     }
 

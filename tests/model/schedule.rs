@@ -18,6 +18,7 @@ use crate::config::{
     Spec, CHILDREN, LATCH_TTL, LOCAL_CLIENTS, LOCAL_CLIENTS_WITH_CHILDREN, THREADS_PER_CLIENT,
     WATCHDOG,
 };
+use crate::fault_proxy::FaultProxy;
 use crate::faults;
 use crate::history::{ActorId, Event, History, Recorder, Stamped};
 use crate::joins;
@@ -72,7 +73,13 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             ])))
         })
         .collect();
-    let urls: Vec<String> = servers.iter().map(|s| s.lock().url()).collect();
+    // The main server is reached through a fault proxy (see
+    // `fault_proxy.rs`), which actors arm to lose a release's first
+    // attempt; the checker itself looks at the servers directly.
+    let server_urls: Vec<String> = servers.iter().map(|s| s.lock().url()).collect();
+    let proxy = FaultProxy::start(servers[0].lock().port());
+    let mut urls = server_urls.clone();
+    urls[0] = proxy.url();
     let prefix: Arc<str> = Arc::from(format!("model-{:08x}", spec.seed as u32).as_str());
     let history = Arc::new(History::new());
     let recorder = Recorder::Local(Arc::clone(&history));
@@ -102,6 +109,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
                 recorder: recorder.clone(),
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
+                proxy: Some(proxy.arming()),
+                may_fork: false,
             }));
         }
     }
@@ -209,6 +218,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         collector.finish(Duration::from_secs(2));
     }
     let all_down = Instant::now();
+    let proxy_summary = proxy.summary();
+    drop(proxy);
 
     let events = history.snapshot();
     let model = Model::build(&events, history.t0, &prefix);
@@ -270,7 +281,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     let (direct_handoffs, courtesy_pauses) = crate::targets::take_handoff_counts();
     let summary = format!(
         "schedule {} seed={} mode={}: {} actors, {} ops, {} acquires, {} holds, acquires \
-         ending otherwise [{}], probes {} checked/{} skipped, faults [{}], direct hand-overs \
+         ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, {} violation(s); excused: {}",
         spec.index,
         spec.seed,
@@ -283,6 +294,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         verdict.probes_checked,
         verdict.probes_skipped,
         fault_summary.unwrap_or_else(|| "none".into()),
+        proxy_summary,
         direct_handoffs,
         courtesy_pauses,
         violations.len(),
@@ -323,7 +335,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         thread::Builder::new()
             .name("model-leftovers".into())
             .spawn(move || {
-                let problems = leftovers::check(&urls, &prefix, deadline, &clients, &dead_waits);
+                let problems =
+                    leftovers::check(&server_urls, &prefix, deadline, &clients, &dead_waits);
                 drop(servers);
                 problems
             })

@@ -83,8 +83,9 @@ impl Kind {
         }
     }
 
-    /// The short names of this kind's locks (the run's key prefix goes in
-    /// front). A multi-lock takes two or three of the plain names, so it
+    /// The short names most of this kind's traffic goes to (the run's key
+    /// prefix goes in front, see [`full_name`]): few, so contention is
+    /// high. A multi-lock takes two or three of the plain names, so it
     /// contends with plain holders; read and write share theirs.
     pub(crate) fn names(self) -> &'static [&'static str] {
         match self {
@@ -97,19 +98,39 @@ impl Kind {
         }
     }
 
+    /// Names mixed in now and then, each a different Redis key from every
+    /// other name but sharing something with one:
+    ///
+    /// - `{p0}` and `p0` share a channel (`redisson_lock__channel:{…p0}`),
+    ///   so a release of one wakes, or hands over to, waiters of the other;
+    /// - `{pt}a` and `{pt}b` share a cluster hash slot;
+    /// - `p0`, `p1`, `{p0}` used by fenced and spin locks too: the kinds with
+    ///   the plain hash layout exclude each other on one key.
+    ///
+    /// Fair locks (a waiter queue besides the hash) and read-write locks (a
+    /// `mode` field) keep names of their own: mixing them with the plain
+    /// layout is a misuse whose outcome the scripts do not define.
+    pub(crate) fn extra_names(self) -> &'static [&'static str] {
+        match self {
+            Kind::Plain => &["{p0}", "{p1}", "{pt}a", "{pt}b"],
+            Kind::Fenced => &["{t0}", "p0", "{p0}"],
+            Kind::Spin => &["p1", "{p0}"],
+            _ => &[],
+        }
+    }
+
     /// Whether `Lock::hold_count` applies (single-name kinds).
     pub(crate) fn single(self) -> bool {
         !matches!(self, Kind::Multi | Kind::Red)
     }
 
     /// Which force-unlocks cut holds of this kind: one on the same name of
-    /// a kind in the same family.
+    /// a kind in the same family. The kinds with the plain hash layout are
+    /// one family: they share names, and any of them deletes the key.
     pub(crate) fn family(self) -> u8 {
         match self {
-            Kind::Plain | Kind::Multi => 0,
+            Kind::Plain | Kind::Multi | Kind::Fenced | Kind::Spin => 0,
             Kind::Fair => 1,
-            Kind::Fenced => 2,
-            Kind::Spin => 3,
             Kind::Read | Kind::Write => 4,
             Kind::Red => 5,
         }
@@ -204,11 +225,41 @@ pub(crate) struct ClientSet {
     pub(crate) clients: Vec<Client>,
     /// The run's key prefix.
     pub(crate) prefix: Arc<str>,
+    /// When the main client's `shutdown()` was called: an acquire on it
+    /// must not return a guard after that.
+    pub(crate) shutdown_began: std::sync::OnceLock<std::time::Instant>,
+}
+
+/// The Redis name of short name `short` in a run with key prefix
+/// `prefix`: `prefix:p0`, and for a name with a hash tag the prefix goes
+/// inside the tag (`{p0}` → `{prefix:p0}`), so that `{p0}` keeps sharing
+/// `p0`'s channel `redisson_lock__channel:{prefix:p0}` (see
+/// docs/wire-format.md: a name with a `{` is its own tag).
+pub(crate) fn full_name(prefix: &str, short: &str) -> String {
+    match short.strip_prefix('{') {
+        Some(rest) => format!("{{{prefix}:{rest}"),
+        None => format!("{prefix}:{short}"),
+    }
+}
+
+/// The short name of a Redis name [`full_name`] made.
+pub(crate) fn short_name<'a>(prefix: &str, full: &'a str) -> Option<std::borrow::Cow<'a, str>> {
+    if let Some(rest) = full
+        .strip_prefix('{')
+        .and_then(|r| r.strip_prefix(prefix))
+        .and_then(|r| r.strip_prefix(':'))
+    {
+        return Some(format!("{{{rest}").into());
+    }
+    full.strip_prefix(prefix)
+        .and_then(|r| r.strip_prefix(':'))
+        .map(Into::into)
 }
 
 impl ClientSet {
-    fn full(&self, short: &str) -> String {
-        format!("{}:{short}", self.prefix)
+    /// The Redis name of short name `short`.
+    pub(crate) fn full(&self, short: &str) -> String {
+        full_name(&self.prefix, short)
     }
 
     fn lock<K: LockKind>(&self, short: &str, make: fn(&Client, String) -> Lock<K>) -> Lock<K> {
@@ -236,6 +287,7 @@ impl ClientSet {
     /// Shuts every client down, counting its direct hand-overs and
     /// courtesy pauses first.
     pub(crate) fn shutdown(&self) {
+        let _ = self.shutdown_began.set(std::time::Instant::now());
         for client in &self.clients {
             let stats = client.stats();
             DIRECT_HANDOFFS.fetch_add(stats.direct_handoffs, Ordering::Relaxed);
@@ -528,6 +580,22 @@ pub(crate) fn error_word(e: &Error) -> String {
             let text = other.to_string();
             let short: String = text.chars().take(80).collect();
             format!("error:{short}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tagged_name_keeps_sharing_its_channel() {
+        assert_eq!(full_name("model-1", "p0"), "model-1:p0");
+        assert_eq!(full_name("model-1", "{p0}"), "{model-1:p0}");
+        assert_eq!(full_name("model-1", "{pt}a"), "{model-1:pt}a");
+        for short in ["p0", "{p0}", "{pt}a"] {
+            let full = full_name("model-1", short);
+            assert_eq!(short_name("model-1", &full).as_deref(), Some(short));
         }
     }
 }

@@ -1,0 +1,526 @@
+//! A TCP proxy in front of a real `redis-server` that can lose one chosen
+//! request or its reply: the realistic way to make a command's first
+//! attempt fail at an exact moment (a dead pooled connection), which
+//! killing connections at random times reaches only by luck.
+//!
+//! Every accepted connection gets a connection to the server and two
+//! threads: one pumps the client's bytes to the server, cutting them into
+//! RESP requests as they pass, the other pumps the server's bytes back.
+//! A [`Rule`] names the request it waits for (a command and the arguments
+//! it must carry) and what to do to the first one that matches:
+//!
+//! - [`Action::LoseRequest`]: the connection is cut before the request is
+//!   forwarded; the server never runs it.
+//! - [`Action::LoseReply`]: the request is forwarded, the connection is cut
+//!   as the reply arrives; the server ran it, the client never learns how.
+//! - [`Action::DelayReply`]: the reply is held back for a while, then
+//!   forwarded (a slow round trip at a chosen moment).
+//!
+//! The reply side sees whole reads of the server's bytes, so further
+//! actions on replies (garbling, trickling them byte by byte) would go
+//! next to `DelayReply` in [`ReplyState`].
+//!
+//! A rule fires once and is then spent. The proxy stops when dropped: it
+//! shuts every socket down and joins every thread it started.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+/// How long connecting to the server may take before the client's
+/// connection is closed (the server is away: a restart, say).
+const UPSTREAM_CONNECT: Duration = Duration::from_millis(300);
+/// Size of one read; also what one pump keeps at most beyond the request
+/// it is cutting out.
+const CHUNK: usize = 16 * 1024;
+/// A request larger than this is forwarded without being looked at.
+const MAX_REQUEST: usize = 4 * 1024 * 1024;
+/// How often the acceptor looks at the stop flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(5);
+
+/// What to do to the request a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Cut the connection instead of forwarding the request.
+    LoseRequest,
+    /// Forward the request, cut the connection when its reply comes.
+    LoseReply,
+    /// Forward the request, hold its reply back this long.
+    DelayReply(Duration),
+}
+
+/// Which request a rule waits for: its command (case-insensitive) is one of
+/// `commands`, one argument equals `exact` (when set), and for every entry
+/// of `containing` some argument contains it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Matcher {
+    pub(crate) commands: Vec<String>,
+    pub(crate) exact: Option<Vec<u8>>,
+    pub(crate) containing: Vec<Vec<u8>>,
+}
+
+impl Matcher {
+    /// A script call (`EVAL`/`EVALSHA`) with `exact` among its arguments
+    /// and every one of `containing` inside some argument.
+    pub(crate) fn script(exact: &str, containing: &[&str]) -> Matcher {
+        Matcher {
+            commands: vec!["EVALSHA".into(), "EVAL".into()],
+            exact: Some(exact.as_bytes().to_vec()),
+            containing: containing.iter().map(|c| c.as_bytes().to_vec()).collect(),
+        }
+    }
+
+    fn matches(&self, args: &[Vec<u8>]) -> bool {
+        let Some(command) = args.first() else {
+            return false;
+        };
+        if !self
+            .commands
+            .iter()
+            .any(|c| c.as_bytes().eq_ignore_ascii_case(command))
+        {
+            return false;
+        }
+        let rest = &args[1..];
+        if let Some(exact) = &self.exact {
+            if !rest.iter().any(|a| a == exact) {
+                return false;
+            }
+        }
+        self.containing
+            .iter()
+            .all(|needle| rest.iter().any(|a| contains(a, needle)))
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A matcher and its action.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub(crate) matcher: Matcher,
+    pub(crate) action: Action,
+}
+
+/// An armed rule: ask whether it fired, or take it back.
+#[derive(Debug)]
+pub(crate) struct Armed {
+    id: u64,
+    shared: Arc<Shared>,
+}
+
+impl Armed {
+    /// Waits until the rule fired, at most `limit`; whether it did.
+    pub(crate) fn wait_fired(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut fired = self.shared.fired.lock();
+        while !fired.contains(&self.id) {
+            if self
+                .shared
+                .fired_changed
+                .wait_until(&mut fired, deadline)
+                .timed_out()
+            {
+                return fired.contains(&self.id);
+            }
+        }
+        true
+    }
+
+    /// Takes the rule back if it has not fired; whether it had fired.
+    pub(crate) fn disarm(self) -> bool {
+        self.shared.rules.lock().retain(|(id, _)| *id != self.id);
+        let mut fired = self.shared.fired.lock();
+        let was = fired.contains(&self.id);
+        fired.retain(|id| *id != self.id);
+        was
+    }
+}
+
+/// What the proxy's threads share.
+#[derive(Debug)]
+struct Shared {
+    upstream: SocketAddr,
+    stop: AtomicBool,
+    next_id: AtomicU64,
+    rules: Mutex<Vec<(u64, Rule)>>,
+    /// Rules that fired and were not yet disarmed.
+    fired: Mutex<Vec<u64>>,
+    fired_changed: Condvar,
+    /// Both sockets of every live connection, to cut them all on stop.
+    live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Requests lost, replies lost, replies delayed.
+    counts: [AtomicU64; 3],
+}
+
+impl Shared {
+    /// The first armed rule matching `args`, taken out (rules fire once).
+    fn take_rule(&self, args: &[Vec<u8>]) -> Option<(u64, Action)> {
+        let mut rules = self.rules.lock();
+        let at = rules.iter().position(|(_, r)| r.matcher.matches(args))?;
+        let (id, rule) = rules.remove(at);
+        Some((id, rule.action))
+    }
+
+    fn fire(&self, id: u64, action: Action) {
+        let slot = match action {
+            Action::LoseRequest => 0,
+            Action::LoseReply => 1,
+            Action::DelayReply(_) => 2,
+        };
+        self.counts[slot].fetch_add(1, Ordering::Relaxed);
+        self.fired.lock().push(id);
+        self.fired_changed.notify_all();
+    }
+
+    fn forget(&self, conn: u64) {
+        self.live.lock().retain(|(id, _, _)| *id != conn);
+    }
+}
+
+/// A proxy listening on a port of its own in front of one server.
+#[derive(Debug)]
+pub(crate) struct FaultProxy {
+    port: u16,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl FaultProxy {
+    /// Starts a proxy in front of the server at `127.0.0.1:upstream_port`.
+    ///
+    /// # Panics
+    ///
+    /// When no local port can be bound or no thread started.
+    pub(crate) fn start(upstream_port: u16) -> FaultProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault proxy");
+        listener
+            .set_nonblocking(true)
+            .expect("make the fault proxy's listener non-blocking");
+        let port = listener.local_addr().expect("the proxy's address").port();
+        let shared = Arc::new(Shared {
+            upstream: SocketAddr::from(([127, 0, 0, 1], upstream_port)),
+            stop: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+            rules: Mutex::new(Vec::new()),
+            fired: Mutex::new(Vec::new()),
+            fired_changed: Condvar::new(),
+            live: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            counts: Default::default(),
+        });
+        let for_acceptor = Arc::clone(&shared);
+        let acceptor = thread::Builder::new()
+            .name("fault-proxy-accept".into())
+            .spawn(move || accept_loop(&listener, &for_acceptor))
+            .expect("spawn the fault proxy's acceptor");
+        FaultProxy {
+            port,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// `redis://127.0.0.1:<proxy port>/`.
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A handle actors can keep to arm rules.
+    pub(crate) fn arming(&self) -> Arming {
+        Arming {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// `lost request N, lost reply N, delayed reply N`.
+    pub(crate) fn summary(&self) -> String {
+        let c = |i: usize| self.shared.counts[i].load(Ordering::Relaxed);
+        format!(
+            "lost request {}, lost reply {}, delayed reply {}",
+            c(0),
+            c(1),
+            c(2)
+        )
+    }
+}
+
+/// Arms rules on a running proxy (cheap to clone, `Send`).
+#[derive(Debug, Clone)]
+pub(crate) struct Arming {
+    shared: Arc<Shared>,
+}
+
+impl Arming {
+    /// Arms `rule`: the next request that matches it gets its action.
+    pub(crate) fn arm(&self, rule: Rule) -> Armed {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        self.shared.rules.lock().push((id, rule));
+        Armed {
+            id,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        for (_, client, server) in self.shared.live.lock().drain(..) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
+        let threads: Vec<_> = self.shared.threads.lock().drain(..).collect();
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    while !shared.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((client, _)) => {
+                let _ = client.set_nonblocking(false);
+                serve(client, shared);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => thread::sleep(ACCEPT_POLL),
+            Err(_) => thread::sleep(ACCEPT_POLL),
+        }
+        // Forget the threads of connections that are over.
+        shared.threads.lock().retain(|t| !t.is_finished());
+    }
+}
+
+/// Connects `client` to the server and starts its two pumps; closes it at
+/// once when the server cannot be reached.
+fn serve(client: TcpStream, shared: &Arc<Shared>) {
+    let Ok(server) = TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let conn = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let clones = (
+        client.try_clone(),
+        server.try_clone(),
+        client.try_clone(),
+        server.try_clone(),
+    );
+    let (Ok(c1), Ok(s1), Ok(c2), Ok(s2)) = clones else {
+        let _ = client.shutdown(Shutdown::Both);
+        let _ = server.shutdown(Shutdown::Both);
+        return;
+    };
+    shared.live.lock().push((conn, client, server));
+    let replies = Arc::new(Mutex::new(ReplyState::Pass));
+    let (up_shared, up_replies) = (Arc::clone(shared), Arc::clone(&replies));
+    let down_shared = Arc::clone(shared);
+    let up = thread::Builder::new()
+        .name("fault-proxy-up".into())
+        .spawn(move || {
+            pump_requests(c1, &s1, &up_shared, &up_replies);
+            let _ = s1.shutdown(Shutdown::Both);
+            up_shared.forget(conn);
+        });
+    let down = thread::Builder::new()
+        .name("fault-proxy-down".into())
+        .spawn(move || {
+            pump_replies(s2, &c2, &down_shared, &replies);
+            let _ = c2.shutdown(Shutdown::Both);
+            down_shared.forget(conn);
+        });
+    let mut threads = shared.threads.lock();
+    threads.extend(up.ok());
+    threads.extend(down.ok());
+}
+
+/// What happens to the next bytes the server sends on one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplyState {
+    Pass,
+    /// Cut the connection instead (a lost reply); the rule's id.
+    Cut(u64),
+    /// Hold them back this long first; the rule's id.
+    Delay(Duration, u64),
+}
+
+/// Client → server: forwards whole requests, applying rules; returns when
+/// either side is closed or a rule cut the connection.
+fn pump_requests(
+    mut client: TcpStream,
+    server: &TcpStream,
+    shared: &Shared,
+    replies: &Mutex<ReplyState>,
+) {
+    let mut server = server;
+    let mut pending: Vec<u8> = Vec::with_capacity(CHUNK);
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = match client.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        loop {
+            let (used, args) = match parse_request(&pending) {
+                Parsed::Whole(used, args) => (used, Some(args)),
+                Parsed::Inline(used) => (used, None),
+                Parsed::Partial if pending.len() > MAX_REQUEST => (pending.len(), None),
+                Parsed::Partial => break,
+            };
+            let rule = args.as_deref().and_then(|a| shared.take_rule(a));
+            match rule {
+                Some((id, Action::LoseRequest)) => {
+                    shared.fire(id, Action::LoseRequest);
+                    let _ = client.shutdown(Shutdown::Both);
+                    return;
+                }
+                // Set before the request leaves, so its reply cannot slip by.
+                Some((id, Action::LoseReply)) => *replies.lock() = ReplyState::Cut(id),
+                Some((id, Action::DelayReply(d))) => *replies.lock() = ReplyState::Delay(d, id),
+                None => {}
+            }
+            if server.write_all(&pending[..used]).is_err() {
+                return;
+            }
+            pending.drain(..used);
+            // A delay has fired once the request is on its way: whoever
+            // waits for it knows the server has the request.
+            if let Some((id, action @ Action::DelayReply(_))) = rule {
+                shared.fire(id, action);
+            }
+        }
+    }
+}
+
+/// Server → client: forwards bytes, cutting or delaying the next reply
+/// when a rule asked for it.
+fn pump_replies(
+    mut server: TcpStream,
+    client: &TcpStream,
+    shared: &Shared,
+    replies: &Mutex<ReplyState>,
+) {
+    let mut client = client;
+    let mut chunk = vec![0u8; CHUNK];
+    loop {
+        let n = match server.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let state = std::mem::replace(&mut *replies.lock(), ReplyState::Pass);
+        match state {
+            ReplyState::Pass => {}
+            ReplyState::Cut(id) => {
+                shared.fire(id, Action::LoseReply);
+                return;
+            }
+            ReplyState::Delay(d, _) => thread::sleep(d),
+        }
+        if client.write_all(&chunk[..n]).is_err() {
+            return;
+        }
+    }
+}
+
+/// One request cut out of the client's bytes.
+#[derive(Debug)]
+enum Parsed {
+    /// A whole RESP array of bulk strings: its length and its arguments.
+    Whole(usize, Vec<Vec<u8>>),
+    /// Something else up to a line break (an inline command): its length.
+    Inline(usize),
+    /// Not all there yet.
+    Partial,
+}
+
+/// Cuts the first request out of `buf`.
+fn parse_request(buf: &[u8]) -> Parsed {
+    let Some(line_end) = find_crlf(buf, 0) else {
+        return Parsed::Partial;
+    };
+    if buf[0] != b'*' {
+        return Parsed::Inline(line_end + 2);
+    }
+    let Some(count) = number(&buf[1..line_end]) else {
+        return Parsed::Inline(line_end + 2);
+    };
+    let mut at = line_end + 2;
+    let mut args = Vec::with_capacity(count.max(0) as usize);
+    for _ in 0..count.max(0) {
+        let Some(end) = find_crlf(buf, at) else {
+            return Parsed::Partial;
+        };
+        if buf[at] != b'$' {
+            // Not a bulk string: forward what we have as it is.
+            return Parsed::Inline(end + 2);
+        }
+        let Some(len) = number(&buf[at + 1..end]) else {
+            return Parsed::Inline(end + 2);
+        };
+        let start = end + 2;
+        let stop = start + len.max(0) as usize;
+        if buf.len() < stop + 2 {
+            return Parsed::Partial;
+        }
+        args.push(buf[start..stop].to_vec());
+        at = stop + 2;
+    }
+    Parsed::Whole(at, args)
+}
+
+fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
+    buf.get(from..)?
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map(|p| from + p)
+}
+
+fn number(text: &[u8]) -> Option<i64> {
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_cut_out_whole() {
+        let buf = b"*3\r\n$7\r\nEVALSHA\r\n$1\r\n1\r\n$3\r\nkey\r\n*1\r\n$4\r\nPING\r\n";
+        match parse_request(buf) {
+            Parsed::Whole(used, args) => {
+                assert_eq!(
+                    args,
+                    vec![b"EVALSHA".to_vec(), b"1".to_vec(), b"key".to_vec()]
+                );
+                assert!(matches!(parse_request(&buf[used..]), Parsed::Whole(_, _)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse_request(&buf[..10]), Parsed::Partial));
+        assert!(matches!(parse_request(b"PING\r\n"), Parsed::Inline(6)));
+    }
+
+    #[test]
+    fn a_matcher_needs_the_command_and_every_argument() {
+        let m = Matcher::script("key", &["latch", "uuid"]);
+        let args = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert!(m.matches(&args(&["evalsha", "sha", "key", "the-latch:uuid:1"])));
+        assert!(!m.matches(&args(&["evalsha", "sha", "key2", "the-latch:uuid:1"])));
+        assert!(!m.matches(&args(&["GET", "key", "latch", "uuid"])));
+        assert!(!m.matches(&args(&["EVAL", "key", "latch"])));
+    }
+}
