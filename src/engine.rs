@@ -203,9 +203,6 @@ impl Engine {
                 // may have queued us even when its reply was lost).
                 call.give_up();
             }
-            if matches!(outcome, Err(Error::Shutdown)) {
-                call.give_back_trace();
-            }
             outcome
         };
         match outcome {
@@ -320,7 +317,12 @@ impl<K: KindOps> Call<'_, K> {
         let which = Which::Guard {
             watched: hold.is_watched(),
         };
-        if self.engine.renewals.release_one(&hold.record, which).is_err() {
+        if self
+            .engine
+            .renewals
+            .release_one(&hold.record, which)
+            .is_err()
+        {
             // Its generation is over: Redis no longer counts it for us.
             return;
         }
@@ -335,12 +337,14 @@ impl<K: KindOps> Call<'_, K> {
         }
     }
 
-    /// A waiting call ended by shutdown may leave a hold of its thread in
-    /// Redis that nobody knows of: a release handed it the lock and the
-    /// reply was lost, so its reservation ended unsettled. When the thread
-    /// holds no hold of this lock here, any hold under its field is such a
-    /// trace: give one back, so that shutdown leaves none behind. Only
-    /// kinds that are handed over directly (see `pubsub/handover.rs`).
+    /// A waiter whose hand-over was left unconfirmed ([`Wake::Unsettled`])
+    /// and that cannot try the lock (the client shut down) may hold it in
+    /// Redis with nobody knowing: the release handed it over and its reply
+    /// was lost. When the thread holds no hold of this lock here, any hold
+    /// under its field is such a trace: give one back, so that shutdown
+    /// leaves none behind. Only kinds that are handed over directly.
+    ///
+    /// [`Wake::Unsettled`]: crate::pubsub::Wake::Unsettled
     #[cold]
     fn give_back_trace(&self) {
         if self.lock.kind.handover().is_none()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Call, HANDOFF_GRACE};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
@@ -94,6 +94,9 @@ impl<K: KindOps> Call<'_, K> {
             },
         });
         let mut failures = 0u32;
+        // Whether a release reserved this waiter and left the hand-over
+        // unconfirmed: the lock may be ours in Redis already.
+        let mut maybe_handed = false;
         // Whether the last park ended with a wake-up handed to this waiter:
         // leaving without trying the lock must pass it on to the next one.
         let mut handed_wake_up = false;
@@ -111,7 +114,11 @@ impl<K: KindOps> Call<'_, K> {
             if let Some(end) = self.park_ended_call(woke) {
                 return end;
             }
-            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver { .. });
+            handed_wake_up = matches!(
+                woke,
+                Wake::Notified | Wake::Unsettled | Wake::HandedOver { .. }
+            );
+            maybe_handed |= woke == Wake::Unsettled;
         }
         loop {
             // Woken by an announcement another process heard too: let its
@@ -127,12 +134,26 @@ impl<K: KindOps> Call<'_, K> {
             }
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 pass_on(handed_wake_up);
+                if maybe_handed {
+                    // Leaving without an attempt that would re-enter a lock
+                    // handed over unconfirmed: clear its trace.
+                    self.give_back_trace();
+                }
                 return Err(self.interrupted());
             }
             let started = Instant::now();
             let attempt = self.try_acquire(true);
             if attempt.is_err() {
                 pass_on(handed_wake_up);
+            }
+            match &attempt {
+                // No attempt can re-enter it now: clear the hand-over's
+                // trace, if there is one, so shutdown leaves none behind.
+                Err(Error::Shutdown) if maybe_handed => self.give_back_trace(),
+                // The attempt ran: it re-entered a lock handed over, or
+                // found that no hand-over happened.
+                Ok(_) => maybe_handed = false,
+                Err(_) => {}
             }
             if let (true, Some(subscription)) = (handed_wake_up, &subscription) {
                 // The woken waiter has had its turn: newcomers may try.
@@ -181,7 +202,11 @@ impl<K: KindOps> Call<'_, K> {
             if let Some(end) = self.park_ended_call(woke) {
                 return end;
             }
-            handed_wake_up = matches!(woke, Wake::Notified | Wake::HandedOver { .. });
+            handed_wake_up = matches!(
+                woke,
+                Wake::Notified | Wake::Unsettled | Wake::HandedOver { .. }
+            );
+            maybe_handed |= woke == Wake::Unsettled;
         }
     }
 
@@ -194,7 +219,7 @@ impl<K: KindOps> Call<'_, K> {
             Wake::HandedOver { at, token } => {
                 self.handed_over(at, token).map(|taken| Ok(Some(taken)))
             }
-            Wake::Notified | Wake::TimedOut => None,
+            Wake::Notified | Wake::Unsettled | Wake::TimedOut => None,
         }
     }
 

@@ -371,8 +371,10 @@ impl Channel {
             waiters.enqueue(offer)
         };
         let outcome = waiter.sleep(deadline, interrupt);
-        if matches!(outcome, Wake::Notified | Wake::HandedOver { .. })
-            || self.state.lock().locks.entry(lock).dequeue(&waiter)
+        if matches!(
+            outcome,
+            Wake::Notified | Wake::Unsettled | Wake::HandedOver { .. }
+        ) || self.state.lock().locks.entry(lock).dequeue(&waiter)
         {
             return outcome;
         }

@@ -45,6 +45,13 @@ pub(crate) enum Wake {
     /// A release was announced (or the connection was re-established): try
     /// the lock again.
     Notified,
+    /// A release reserved this waiter for a direct hand-over and did not
+    /// confirm it (an error, a lost reply, no hand-over): try the lock as
+    /// after [`Notified`](Self::Notified). The lock may be this waiter's
+    /// already, in which case the attempt re-enters and gives the extra
+    /// hold back; a waiter that cannot attempt (the client shut down) must
+    /// clear its field instead.
+    Unsettled,
     /// The wait time passed without news.
     TimedOut,
     /// The caller's [`Interrupt`] was triggered.
@@ -78,6 +85,7 @@ impl Waiter {
         let mut spin_until = None;
         loop {
             match self.state.load(Ordering::Acquire) {
+                NOTIFIED if self.reserved_at.get().is_some() => return Wake::Unsettled,
                 NOTIFIED => return Wake::Notified,
                 // Set before `HANDED`, so always there; without it the
                 // caller's next attempt re-enters and gives back the extra hold.
