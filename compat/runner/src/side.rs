@@ -71,7 +71,8 @@ pub enum Op {
         hold: u64,
     },
     /// `n` checked critical sections on the counters under `prefix`;
-    /// replies `VIOLATIONS SECTIONS [FIRST]`.
+    /// replies `VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US [FIRST]`, the
+    /// waits those of the calls that took the lock (re-entries not counted).
     Hammer {
         kind: Kind,
         name: String,

@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,7 +56,8 @@ import org.redisson.config.Config;
  *   token NAME                             -> the fenced lock's current token
  *   field                                  -> this slot's holder field, id:thread-id
  *   section KIND NAME LABEL LIST HOLD      -> lock; RPUSH LIST LABEL; sleep HOLD; unlock
- *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS [FIRST-VIOLATION]
+ *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US
+ *                                             [FIRST-VIOLATION]
  *   ID - exit                              -> shuts Redisson down and exits
  * </pre>
  */
@@ -251,7 +253,9 @@ public final class Driver {
     /**
      * Runs {@code n} critical sections under the lock, checking exclusion through counters
      * that redhold's side of the suite updates the same way (see compat/runner): every third
-     * section re-enters the lock and checks its hold count.
+     * section re-enters the lock and checks its hold count. Each section's wait, from the
+     * call that takes the lock to its return (re-entries not counted), is timed: the reply
+     * carries the longest and the median, in microseconds.
      */
     private String hammer(String kind, String name, int n, String prefix) {
         RLock lock = lock(kind, name);
@@ -261,13 +265,16 @@ public final class Driver {
         RAtomicLong lastToken = redisson.getAtomicLong(prefix + ":token");
         int violations = 0;
         String first = "";
+        long[] waits = new long[n];
         for (int i = 0; i < n; i++) {
             Long token = null;
+            long asked = System.nanoTime();
             if (lock instanceof RFencedLock fenced) {
                 token = fenced.lockAndGetToken();
             } else {
                 lock.lock();
             }
+            waits[i] = (System.nanoTime() - asked) / 1_000;
             String problem = null;
             try {
                 if (i % 3 == 2) {
@@ -316,6 +323,10 @@ public final class Driver {
                 }
             }
         }
-        return violations + " " + n + (first.isEmpty() ? "" : " " + first);
+        Arrays.sort(waits);
+        long longest = n == 0 ? 0 : waits[n - 1];
+        long median = n == 0 ? 0 : waits[n / 2];
+        return violations + " " + n + " " + longest + " " + median
+                + (first.isEmpty() ? "" : " " + first);
     }
 }
