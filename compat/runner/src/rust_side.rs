@@ -301,13 +301,17 @@ impl Worker {
         let mut violations = 0;
         let mut first = String::new();
         let mut waits = Vec::with_capacity(n);
+        let mut times = Vec::with_capacity(n);
         for i in 0..n {
+            let asked_us = now_us();
             let asked = Instant::now();
             let (guard, token) = self
                 .take(kind, name, None, None)
                 .map_err(err)?
                 .ok_or("lock() returned no guard")?;
-            waits.push(u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX));
+            let took = u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX);
+            waits.push(took);
+            times.push(format!("{asked_us}:{took}"));
             let mut problem = None;
             if i % 3 == 2 {
                 let (inner, _) = self
@@ -366,8 +370,15 @@ impl Worker {
         waits.sort_unstable();
         let longest = waits.last().copied().unwrap_or(0);
         let median = waits.get(n / 2).copied().unwrap_or(0);
-        Ok(format!("{violations} {n} {longest} {median} {first}")
-            .trim_end()
-            .to_owned())
+        let times = if times.is_empty() {
+            "-".to_owned()
+        } else {
+            times.join(",")
+        };
+        Ok(
+            format!("{violations} {n} {longest} {median} {times} {first}")
+                .trim_end()
+                .to_owned(),
+        )
     }
 }

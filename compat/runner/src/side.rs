@@ -71,8 +71,10 @@ pub enum Op {
         hold: u64,
     },
     /// `n` checked critical sections on the counters under `prefix`;
-    /// replies `VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US [FIRST]`, the
-    /// waits those of the calls that took the lock (re-entries not counted).
+    /// replies `VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US TIMES [FIRST]`,
+    /// the waits those of the calls that took the lock (re-entries not
+    /// counted), TIMES every section's `ASKED_US:TOOK_US` (wall clock, µs
+    /// since the epoch; the wait), joined by commas.
     Hammer {
         kind: Kind,
         name: String,

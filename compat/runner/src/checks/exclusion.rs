@@ -28,6 +28,9 @@ pub struct Mixed {
     /// Per worker, in order: the longest and the median wait for the lock
     /// of its sections, in µs.
     pub waits: Vec<(u64, u64)>,
+    /// Per worker, in order: each section's call (wall clock, µs since the
+    /// epoch) and its wait for the lock (µs).
+    pub times: Vec<Vec<(u64, u64)>>,
 }
 
 /// Runs `workers` at once on the check's lock (`check` names it) and fails
@@ -52,11 +55,13 @@ pub fn hammer(ctx: &Ctx<'_>, check: &str, workers: &[Worker<'_>]) -> Result<Mixe
         .collect();
     let mut problems = Vec::new();
     let mut waits = Vec::new();
+    let mut times = Vec::new();
     for (w, p) in workers.iter().zip(pending) {
         let reply = p.wait(LIMIT)?;
         let violations = reply.number(0)?;
         let wait = |index| reply.number(index).map(|us| u64::try_from(us).unwrap_or(0));
         waits.push((wait(2)?, wait(3)?));
+        times.push(section_times(reply.data.split(' ').nth(4).unwrap_or(""))?);
         if violations != 0 {
             problems.push(format!(
                 "{} {}: {violations} violations, first: {}",
@@ -65,7 +70,7 @@ pub fn hammer(ctx: &Ctx<'_>, check: &str, workers: &[Worker<'_>]) -> Result<Mixe
                 reply
                     .data
                     .split(' ')
-                    .nth(4)
+                    .nth(5)
                     .unwrap_or("?")
                     .replace('_', " ")
             ));
@@ -100,7 +105,25 @@ pub fn hammer(ctx: &Ctx<'_>, check: &str, workers: &[Worker<'_>]) -> Result<Mixe
         by_side("java"),
         by_side("rust")
     );
-    Ok(Mixed { summary, waits })
+    Ok(Mixed {
+        summary,
+        waits,
+        times,
+    })
+}
+
+/// A hammer reply's `ASKED_US:TOOK_US,...` (`-` for none).
+fn section_times(word: &str) -> Result<Vec<(u64, u64)>, String> {
+    if word == "-" {
+        return Ok(Vec::new());
+    }
+    word.split(',')
+        .map(|pair| {
+            let (asked, took) = pair.split_once(':')?;
+            Some((asked.parse().ok()?, took.parse().ok()?))
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| format!("expected ASKED:TOOK pairs, got {word:?}"))
 }
 
 /// [`hammer`], for a check that looks only at exclusion.

@@ -57,7 +57,7 @@ import org.redisson.config.Config;
  *   field                                  -> this slot's holder field, id:thread-id
  *   section KIND NAME LABEL LIST HOLD      -> lock; RPUSH LIST LABEL; sleep HOLD; unlock
  *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US
- *                                             [FIRST-VIOLATION]
+ *                                             TIMES [FIRST-VIOLATION]
  *   ID - exit                              -> shuts Redisson down and exits
  * </pre>
  */
@@ -255,7 +255,9 @@ public final class Driver {
      * that redhold's side of the suite updates the same way (see compat/runner): every third
      * section re-enters the lock and checks its hold count. Each section's wait, from the
      * call that takes the lock to its return (re-entries not counted), is timed: the reply
-     * carries the longest and the median, in microseconds.
+     * carries the longest and the median, in microseconds, and TIMES, every section's
+     * {@code ASKED_US:TOOK_US} (wall clock, microseconds since the epoch; the wait) joined
+     * by commas.
      */
     private String hammer(String kind, String name, int n, String prefix) {
         RLock lock = lock(kind, name);
@@ -266,8 +268,10 @@ public final class Driver {
         int violations = 0;
         String first = "";
         long[] waits = new long[n];
+        StringBuilder times = new StringBuilder();
         for (int i = 0; i < n; i++) {
             Long token = null;
+            long askedUs = micros();
             long asked = System.nanoTime();
             if (lock instanceof RFencedLock fenced) {
                 token = fenced.lockAndGetToken();
@@ -275,6 +279,7 @@ public final class Driver {
                 lock.lock();
             }
             waits[i] = (System.nanoTime() - asked) / 1_000;
+            times.append(i == 0 ? "" : ",").append(askedUs).append(':').append(waits[i]);
             String problem = null;
             try {
                 if (i % 3 == 2) {
@@ -326,7 +331,7 @@ public final class Driver {
         Arrays.sort(waits);
         long longest = n == 0 ? 0 : waits[n - 1];
         long median = n == 0 ? 0 : waits[n / 2];
-        return violations + " " + n + " " + longest + " " + median
+        return violations + " " + n + " " + longest + " " + median + " " + (n == 0 ? "-" : times)
                 + (first.isEmpty() ? "" : " " + first);
     }
 }
