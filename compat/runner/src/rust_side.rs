@@ -311,7 +311,7 @@ impl Worker {
                 .ok_or("lock() returned no guard")?;
             let took = u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX);
             waits.push(took);
-            times.push(format!("{asked_us}:{took}"));
+            let got = Instant::now();
             let mut problem = None;
             if i % 3 == 2 {
                 let (inner, _) = self
@@ -360,6 +360,7 @@ impl Worker {
                 q(redis::cmd("DECR").arg(&inside))?;
             }
             guard.unlock().map_err(err)?;
+            times.push(format!("{asked_us}:{took}:{}", got.elapsed().as_micros()));
             if let Some(problem) = problem {
                 violations += 1;
                 if first.is_empty() {

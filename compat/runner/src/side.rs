@@ -73,8 +73,9 @@ pub enum Op {
     /// `n` checked critical sections on the counters under `prefix`;
     /// replies `VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US TIMES [FIRST]`,
     /// the waits those of the calls that took the lock (re-entries not
-    /// counted), TIMES every section's `ASKED_US:TOOK_US` (wall clock, µs
-    /// since the epoch; the wait), joined by commas.
+    /// counted), TIMES every section's `ASKED_US:TOOK_US:HELD_US` (the call,
+    /// wall clock in µs since the epoch; the wait; from holding the lock
+    /// until the unlock returned), joined by commas.
     Hammer {
         kind: Kind,
         name: String,

@@ -29,8 +29,8 @@ pub struct Mixed {
     /// of its sections, in µs.
     pub waits: Vec<(u64, u64)>,
     /// Per worker, in order: each section's call (wall clock, µs since the
-    /// epoch) and its wait for the lock (µs).
-    pub times: Vec<Vec<(u64, u64)>>,
+    /// epoch), its wait for the lock and how long it held it (µs).
+    pub times: Vec<Vec<Section>>,
 }
 
 /// Runs `workers` at once on the check's lock (`check` names it) and fails
@@ -112,18 +112,45 @@ pub fn hammer(ctx: &Ctx<'_>, check: &str, workers: &[Worker<'_>]) -> Result<Mixe
     })
 }
 
-/// A hammer reply's `ASKED_US:TOOK_US,...` (`-` for none).
-fn section_times(word: &str) -> Result<Vec<(u64, u64)>, String> {
+/// One section's times, in µs.
+#[derive(Clone, Copy, Debug)]
+pub struct Section {
+    /// When the call that took the lock was made (wall clock, since the epoch).
+    pub asked: u64,
+    /// How long it waited for the lock.
+    pub took: u64,
+    /// From holding the lock until the unlock returned.
+    pub held: u64,
+}
+
+impl Section {
+    /// When it got the lock (wall clock, µs since the epoch).
+    pub fn got(&self) -> u64 {
+        self.asked.saturating_add(self.took)
+    }
+
+    /// When its unlock returned (wall clock, µs since the epoch).
+    pub fn gave_back(&self) -> u64 {
+        self.got().saturating_add(self.held)
+    }
+}
+
+/// A hammer reply's `ASKED_US:TOOK_US:HELD_US,...` (`-` for none).
+fn section_times(word: &str) -> Result<Vec<Section>, String> {
     if word == "-" {
         return Ok(Vec::new());
     }
     word.split(',')
-        .map(|pair| {
-            let (asked, took) = pair.split_once(':')?;
-            Some((asked.parse().ok()?, took.parse().ok()?))
+        .map(|triple| {
+            let mut parts = triple.split(':').map(|n| n.parse().ok());
+            Some(Section {
+                asked: parts.next()??,
+                took: parts.next()??,
+                held: parts.next()??,
+            })
         })
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| format!("expected ASKED:TOOK pairs, got {word:?}"))
+        .ok_or_else(|| format!("expected ASKED:TOOK:HELD triples, got {word:?}"))
 }
 
 /// [`hammer`], for a check that looks only at exclusion.

@@ -256,8 +256,8 @@ public final class Driver {
      * section re-enters the lock and checks its hold count. Each section's wait, from the
      * call that takes the lock to its return (re-entries not counted), is timed: the reply
      * carries the longest and the median, in microseconds, and TIMES, every section's
-     * {@code ASKED_US:TOOK_US} (wall clock, microseconds since the epoch; the wait) joined
-     * by commas.
+     * {@code ASKED_US:TOOK_US:HELD_US} (the call, wall clock in microseconds since the epoch;
+     * the wait; from holding the lock until the unlock returned) joined by commas.
      */
     private String hammer(String kind, String name, int n, String prefix) {
         RLock lock = lock(kind, name);
@@ -278,8 +278,8 @@ public final class Driver {
             } else {
                 lock.lock();
             }
-            waits[i] = (System.nanoTime() - asked) / 1_000;
-            times.append(i == 0 ? "" : ",").append(askedUs).append(':').append(waits[i]);
+            long got = System.nanoTime();
+            waits[i] = (got - asked) / 1_000;
             String problem = null;
             try {
                 if (i % 3 == 2) {
@@ -320,6 +320,9 @@ public final class Driver {
                 }
             } finally {
                 lock.unlock();
+                long held = (System.nanoTime() - got) / 1_000;
+                times.append(i == 0 ? "" : ",").append(askedUs).append(':').append(waits[i])
+                        .append(':').append(held);
             }
             if (problem != null) {
                 violations++;
