@@ -119,3 +119,81 @@ fn a_listener_that_only_lingers_costs_ever_fewer_pauses() {
         "{pauses} pauses for a listener that never took the lock"
     );
 }
+
+/// Redisson's acquire, as another process runs it: take the lock when it
+/// is free (or ours already) for `ARGV[1]` ms under field `ARGV[2]`; nil
+/// when taken, else the PTTL.
+const FOREIGN_ACQUIRE: &str = "if (redis.call('exists', KEYS[1]) == 0) or \
+     (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
+     redis.call('hincrby', KEYS[1], ARGV[2], 1); \
+     redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; \
+     return redis.call('pttl', KEYS[1]);";
+
+/// Another process's release: the lock is gone and announced.
+const FOREIGN_RELEASE: &str =
+    "redis.call('del', KEYS[1]); return redis.call('publish', KEYS[2], '0');";
+
+#[test]
+fn a_slow_waiter_of_another_process_gets_its_turn() {
+    // Another process whose woken waiter needs 3 ms from the announcement
+    // to its attempt (a JVM thread on a loaded machine needs about that):
+    // a 1 ms courtesy never let it in, and courtesies it could not use
+    // were then offered ever more rarely.
+    const SLOW: Duration = Duration::from_millis(3);
+    let server = RedisServer::start();
+    let busy = server.client();
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers = hand_around(&busy, "slow", &stop);
+    bounded::wait_until(LIMIT, || busy.stats().direct_handoffs >= 20)
+        .expect("the local threads hand the lock to each other");
+
+    let mut listener = server.connection();
+    let mut commands = server.connection();
+    let mut pubsub = listener.as_pubsub();
+    pubsub
+        .subscribe("redisson_lock__channel:{slow}")
+        .expect("subscribe");
+    pubsub
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("read timeout");
+    let started = std::time::Instant::now();
+    let mut attempts = 0;
+    let got = loop {
+        if started.elapsed() > LIMIT {
+            break false;
+        }
+        if pubsub.get_message().is_err() {
+            continue;
+        }
+        std::thread::sleep(SLOW);
+        attempts += 1;
+        let ttl: Option<i64> = redis::cmd("EVAL")
+            .arg(FOREIGN_ACQUIRE)
+            .arg(1)
+            .arg("slow")
+            .arg(30_000)
+            .arg("other-process:1")
+            .query(&mut commands)
+            .expect("acquire");
+        if ttl.is_none() {
+            break true;
+        }
+    };
+    if got {
+        let _: i64 = redis::cmd("EVAL")
+            .arg(FOREIGN_RELEASE)
+            .arg(2)
+            .arg("slow")
+            .arg("redisson_lock__channel:{slow}")
+            .query(&mut commands)
+            .expect("release");
+    }
+    drop(pubsub);
+    stop_all(&stop, workers);
+    assert!(
+        got,
+        "a waiter 3 ms slow never got the lock in {attempts} announcements ({} courtesy pauses)",
+        busy.stats().courtesy_pauses
+    );
+    assert!(!server.exists("slow"));
+}

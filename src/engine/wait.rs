@@ -15,6 +15,10 @@ use crate::kind::{Attempt, Handover};
 use crate::pubsub::{Offer, Wake};
 use crate::stats::Counters;
 
+/// The longest a courtesy pause sleeps before it looks again whether the
+/// courtesy still holds.
+const COURTESY_SLICE: Duration = Duration::from_micros(500);
+
 /// How an acquire call ends: the hold and its grant, `None` when the wait
 /// ran out, or an error.
 type Acquired<G> = Result<Option<(Hold, G)>>;
@@ -127,10 +131,20 @@ impl<K: KindOps> Call<'_, K> {
                 (true, Some(subscription)) => subscription.courtesy_left(),
                 _ => None,
             };
-            if let Some(courtesy) = courtesy {
+            if let (Some(courtesy), Some(subscription)) = (courtesy, &subscription) {
                 Counters::bump(&engine.counters.courtesy_pauses);
-                let pause = left(Instant::now()).map_or(courtesy, |l| l.min(courtesy));
-                interrupt::sleep(pause, interrupt);
+                // In slices: the courtesy ends early once the other
+                // process has had its turn (its release was heard).
+                let mut pause = Some(courtesy);
+                while let Some(courtesy) = pause {
+                    let slice = left(Instant::now())
+                        .map_or(courtesy, |l| l.min(courtesy))
+                        .min(COURTESY_SLICE);
+                    if slice.is_zero() || interrupt::sleep(slice, interrupt) {
+                        break;
+                    }
+                    pause = subscription.courtesy_left();
+                }
             }
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 pass_on(handed_wake_up);

@@ -73,7 +73,7 @@ impl Locks {
     /// message does not say which: one wake-up for each lock.
     pub(super) fn wake_one_each(&mut self) {
         for (_, waiters) in &mut self.by_name {
-            waiters.wake_one();
+            waiters.release_heard();
         }
     }
 

@@ -252,6 +252,14 @@ impl Waiters {
         }
     }
 
+    /// A release of the lock was announced: one wake-up, as
+    /// [`wake_one`](Self::wake_one), and the courtesy learns that a release
+    /// was heard (another process's, when it is not our own).
+    pub(super) fn release_heard(&mut self) {
+        self.courtesy.heard_release();
+        self.wake_one();
+    }
+
     /// Wakes every waiter, parked or about to park.
     pub(super) fn wake_all(&mut self) {
         for waiter in self.parked.drain(..) {
@@ -265,6 +273,8 @@ impl Waiters {
     /// none, or when the run of hand-overs has reached its bound and this
     /// release must announce the lock to every process instead.
     pub(super) fn reserve(&mut self) -> Option<(Arc<Waiter>, Offer)> {
+        // A local release is about to be sent: its message is the next one.
+        self.courtesy.releasing();
         let found = self
             .parked
             .iter()
@@ -301,7 +311,7 @@ impl Waiters {
         } else {
             None
         };
-        self.courtesy.announced(waiting && others_heard);
+        self.courtesy.announced(others_heard, waiting);
     }
 
     /// How long a woken waiter still stands back for other processes.
@@ -320,10 +330,16 @@ impl Waiters {
         self.handoff_until = Instant::now().checked_add(grace);
     }
 
-    /// Whether a newcomer should stand back (see [`expect_handoff`](Self::expect_handoff)).
+    /// Whether a newcomer should stand back (see [`expect_handoff`](Self::expect_handoff)),
+    /// or stand back for another process during a [`Courtesy`]: the mark
+    /// set by `expect_handoff` can come too late, once this client's
+    /// subscriber has woken the waiter before the release's reply was read,
+    /// and the releasing thread coming straight back then took the lock
+    /// meant for the other process's waiter.
     pub(super) fn handoff_pending(&self) -> bool {
         self.handoff_until
             .is_some_and(|until| Instant::now() < until)
+            || self.courtesy.left().is_some()
     }
 
     /// The woken waiter has made its attempt: newcomers may try again.
@@ -335,5 +351,29 @@ impl Waiters {
     #[cfg(test)]
     pub(super) fn parked_now(&self) -> usize {
         self.parked.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newcomers_stand_back_while_a_courtesy_lasts() {
+        let mut waiters = Waiters::default();
+        waiters.join();
+        let _parked = waiters.enqueue(None);
+        // A release with a thread parked, heard by another process.
+        assert!(waiters.reserve().is_none(), "no offer: it announces");
+        waiters.expect_handoff(Duration::from_millis(50), true);
+        // The woken thread has made its attempt, yet the courtesy is on:
+        // a thread of this client coming back must not take the lock.
+        waiters.handoff_done();
+        assert!(waiters.handoff_pending());
+        // Its own message, then the other process's release: over.
+        waiters.release_heard();
+        assert!(waiters.handoff_pending());
+        waiters.release_heard();
+        assert!(!waiters.handoff_pending());
     }
 }

@@ -121,6 +121,7 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::layout::run(&ctx, report);
     checks::status::run(&ctx, report);
     checks::exclusion::run(&ctx, report);
+    checks::liveness::run(&ctx, report);
     checks::wake::run(&ctx, report);
     checks::fair::run(&ctx, report);
     checks::read_write::run(&ctx, report);
@@ -149,8 +150,11 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
         .watchdog_timeout(WATCHDOG)
         .build()
         .map_err(|e| e.to_string())?;
-    let rust = RustSide::new(client, None);
     let redis = Inspector::cluster(&urls)?;
+    // The hammer's counters all carry one hash tag: one node holds them.
+    let counters_url = &urls[redis.node_for(checks::COUNTERS_TAG)?];
+    let counters = redis::Client::open(counters_url.as_str()).map_err(|e| e.to_string())?;
+    let rust = RustSide::new(client, Some(counters));
     let java = JavaDriver::start(
         &args.jar,
         Target::Cluster(&urls),
@@ -180,6 +184,7 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::wake::run_each_master(&ctx, report);
     checks::wake::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
+    checks::liveness::run(&ctx, report);
     if report.failed > failed_before {
         println!(
             "# last lines of the Java driver's log:\n{}",

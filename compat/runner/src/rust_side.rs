@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::{self, Sender};
 use std::sync::Mutex;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redhold::{Client, Fair, Fenced, LockGuard, MultiLock, MultiLockGuard, Read, Write};
 
@@ -16,7 +16,8 @@ type Job = (Op, Sender<Outcome>);
 /// redhold, one client, any number of slot threads.
 pub struct RustSide {
     client: Client,
-    /// The server holding the hammer counters (single-server runs only).
+    /// The server holding the hammer counters: on a cluster, the node that
+    /// serves [`COUNTERS_TAG`](crate::checks::COUNTERS_TAG).
     counters: Option<redis::Client>,
     slots: Mutex<HashMap<String, Sender<Job>>>,
 }
@@ -279,7 +280,8 @@ impl Worker {
     }
 
     /// The Java driver's `hammer`, section for section: the two sides update
-    /// the same counters the same way.
+    /// the same counters the same way, and time each section's wait for the
+    /// lock the same way (re-entries not counted).
     fn hammer(&mut self, kind: Kind, name: &str, n: usize, prefix: &str) -> Result<String, String> {
         let mut con = self.counter_connection()?;
         let key = |k: &str| format!("{prefix}:{k}");
@@ -298,11 +300,18 @@ impl Worker {
         };
         let mut violations = 0;
         let mut first = String::new();
+        let mut waits = Vec::with_capacity(n);
+        let mut times = Vec::with_capacity(n);
         for i in 0..n {
+            let asked_us = now_us();
+            let asked = Instant::now();
             let (guard, token) = self
                 .take(kind, name, None, None)
                 .map_err(err)?
                 .ok_or("lock() returned no guard")?;
+            let took = u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX);
+            waits.push(took);
+            let got = Instant::now();
             let mut problem = None;
             if i % 3 == 2 {
                 let (inner, _) = self
@@ -351,6 +360,7 @@ impl Worker {
                 q(redis::cmd("DECR").arg(&inside))?;
             }
             guard.unlock().map_err(err)?;
+            times.push(format!("{asked_us}:{took}:{}", got.elapsed().as_micros()));
             if let Some(problem) = problem {
                 violations += 1;
                 if first.is_empty() {
@@ -358,6 +368,18 @@ impl Worker {
                 }
             }
         }
-        Ok(format!("{violations} {n} {first}").trim_end().to_owned())
+        waits.sort_unstable();
+        let longest = waits.last().copied().unwrap_or(0);
+        let median = waits.get(n / 2).copied().unwrap_or(0);
+        let times = if times.is_empty() {
+            "-".to_owned()
+        } else {
+            times.join(",")
+        };
+        Ok(
+            format!("{violations} {n} {longest} {median} {times} {first}")
+                .trim_end()
+                .to_owned(),
+        )
     }
 }

@@ -71,7 +71,11 @@ pub enum Op {
         hold: u64,
     },
     /// `n` checked critical sections on the counters under `prefix`;
-    /// replies `VIOLATIONS SECTIONS [FIRST]`.
+    /// replies `VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US TIMES [FIRST]`,
+    /// the waits those of the calls that took the lock (re-entries not
+    /// counted), TIMES every section's `ASKED_US:TOOK_US:HELD_US` (the call,
+    /// wall clock in µs since the epoch; the wait; from holding the lock
+    /// until the unlock returned), joined by commas.
     Hammer {
         kind: Kind,
         name: String,

@@ -14,16 +14,32 @@ const LIMIT: Duration = Duration::from_secs(240);
 
 /// One thread's share: which side, which kind, how many sections, and the
 /// lock's name when it is not the check's own (a multi-lock's names).
-struct Worker<'a> {
-    side: &'a dyn Side,
-    kind: Kind,
-    sections: usize,
-    name: Option<String>,
+pub struct Worker<'a> {
+    pub side: &'a dyn Side,
+    pub kind: Kind,
+    pub sections: usize,
+    pub name: Option<String>,
 }
 
-fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, String> {
-    let name = ctx.name(&format!("exclusion-{label}"));
-    let prefix = format!("{name}:counters");
+/// How a mixed run went, once it is known that nobody overlapped.
+pub struct Mixed {
+    /// One line: the sections each side ran, no overlap, no lost update.
+    pub summary: String,
+    /// Per worker, in order: the longest and the median wait for the lock
+    /// of its sections, in µs.
+    pub waits: Vec<(u64, u64)>,
+    /// Per worker, in order: each section's call (wall clock, µs since the
+    /// epoch), its wait for the lock and how long it held it (µs).
+    pub times: Vec<Vec<Section>>,
+}
+
+/// Runs `workers` at once on the check's lock (`check` names it) and fails
+/// on any overlap or lost update. The counters' keys carry
+/// [`COUNTERS_TAG`](super::COUNTERS_TAG), so that on a cluster they all
+/// live on the node redhold's side counts on.
+pub fn hammer(ctx: &Ctx<'_>, check: &str, workers: &[Worker<'_>]) -> Result<Mixed, String> {
+    let name = ctx.name(check);
+    let prefix = format!("{}:{name}:counters", super::COUNTERS_TAG);
     let pending: Vec<_> = workers
         .iter()
         .enumerate()
@@ -38,9 +54,14 @@ fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, S
         })
         .collect();
     let mut problems = Vec::new();
+    let mut waits = Vec::new();
+    let mut times = Vec::new();
     for (w, p) in workers.iter().zip(pending) {
         let reply = p.wait(LIMIT)?;
         let violations = reply.number(0)?;
+        let wait = |index| reply.number(index).map(|us| u64::try_from(us).unwrap_or(0));
+        waits.push((wait(2)?, wait(3)?));
+        times.push(section_times(reply.data.split(' ').nth(4).unwrap_or(""))?);
         if violations != 0 {
             problems.push(format!(
                 "{} {}: {violations} violations, first: {}",
@@ -49,7 +70,7 @@ fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, S
                 reply
                     .data
                     .split(' ')
-                    .nth(2)
+                    .nth(5)
                     .unwrap_or("?")
                     .replace('_', " ")
             ));
@@ -79,11 +100,62 @@ fn mixed(ctx: &Ctx<'_>, label: &str, workers: &[Worker<'_>]) -> Result<String, S
             .map(|w| w.sections)
             .sum()
     };
-    Ok(format!(
+    let summary = format!(
         "{total} sections ({} java, {} rust; every third re-entered), no overlap, no lost update",
         by_side("java"),
         by_side("rust")
-    ))
+    );
+    Ok(Mixed {
+        summary,
+        waits,
+        times,
+    })
+}
+
+/// One section's times, in µs.
+#[derive(Clone, Copy, Debug)]
+pub struct Section {
+    /// When the call that took the lock was made (wall clock, since the epoch).
+    pub asked: u64,
+    /// How long it waited for the lock.
+    pub took: u64,
+    /// From holding the lock until the unlock returned.
+    pub held: u64,
+}
+
+impl Section {
+    /// When it got the lock (wall clock, µs since the epoch).
+    pub fn got(&self) -> u64 {
+        self.asked.saturating_add(self.took)
+    }
+
+    /// When its unlock returned (wall clock, µs since the epoch).
+    pub fn gave_back(&self) -> u64 {
+        self.got().saturating_add(self.held)
+    }
+}
+
+/// A hammer reply's `ASKED_US:TOOK_US:HELD_US,...` (`-` for none).
+fn section_times(word: &str) -> Result<Vec<Section>, String> {
+    if word == "-" {
+        return Ok(Vec::new());
+    }
+    word.split(',')
+        .map(|triple| {
+            let mut parts = triple.split(':').map(|n| n.parse().ok());
+            Some(Section {
+                asked: parts.next()??,
+                took: parts.next()??,
+                held: parts.next()??,
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| format!("expected ASKED:TOOK:HELD triples, got {word:?}"))
+}
+
+/// [`hammer`], for a check that looks only at exclusion.
+fn mixed(ctx: &Ctx<'_>, check: &str, workers: &[Worker<'_>]) -> Result<String, String> {
+    hammer(ctx, check, workers).map(|run| run.summary)
 }
 
 pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
@@ -100,7 +172,7 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
             let n = 750;
             mixed(
                 ctx,
-                "plain",
+                "exclusion-plain",
                 &[
                     w(j, Kind::Plain, n),
                     w(r, Kind::Plain, n),
@@ -119,7 +191,7 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
             let n = 200;
             mixed(
                 ctx,
-                "fenced",
+                "exclusion-fenced",
                 &[
                     w(j, Kind::Fenced, n),
                     w(r, Kind::Fenced, n),
@@ -142,7 +214,7 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
                 sections: n,
                 name: Some(name.clone()),
             };
-            mixed(ctx, "multi", &[named(j, Kind::Multi, &multi), named(r, Kind::Multi, &multi), named(j, Kind::Plain, &one), named(r, Kind::Plain, &one)])
+            mixed(ctx, "exclusion-multi", &[named(j, Kind::Multi, &multi), named(r, Kind::Multi, &multi), named(j, Kind::Plain, &one), named(r, Kind::Plain, &one)])
         },
     );
     report.check(
@@ -151,7 +223,7 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
             let n = 150;
             mixed(
                 ctx,
-                "fair",
+                "exclusion-fair",
                 &[
                     w(j, Kind::Fair, n),
                     w(r, Kind::Fair, n),
@@ -170,7 +242,7 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
             let n = 250;
             mixed(
                 ctx,
-                "rw",
+                "exclusion-rw",
                 &[
                     w(j, Kind::Write, n),
                     w(r, Kind::Write, n),

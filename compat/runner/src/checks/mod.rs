@@ -5,6 +5,7 @@ pub mod exclusion;
 pub mod fair;
 pub mod fenced;
 pub mod layout;
+pub mod liveness;
 pub mod read_write;
 pub mod status;
 pub mod wake;
@@ -30,6 +31,10 @@ pub const LONG_LEASE: u64 = 60_000;
 
 /// A wake-up slower than this was not the release message.
 pub const WAKE_LIMIT_US: u64 = 50_000;
+
+/// The hash tag of every hammer counter's key: on a cluster they all live
+/// on the node that serves it, which redhold's side connects to.
+pub const COUNTERS_TAG: &str = "{compat-counters}";
 
 /// Everything a check needs, for one topology.
 pub struct Ctx<'a> {

@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,7 +56,8 @@ import org.redisson.config.Config;
  *   token NAME                             -> the fenced lock's current token
  *   field                                  -> this slot's holder field, id:thread-id
  *   section KIND NAME LABEL LIST HOLD      -> lock; RPUSH LIST LABEL; sleep HOLD; unlock
- *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS [FIRST-VIOLATION]
+ *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US
+ *                                             TIMES [FIRST-VIOLATION]
  *   ID - exit                              -> shuts Redisson down and exits
  * </pre>
  */
@@ -251,7 +253,11 @@ public final class Driver {
     /**
      * Runs {@code n} critical sections under the lock, checking exclusion through counters
      * that redhold's side of the suite updates the same way (see compat/runner): every third
-     * section re-enters the lock and checks its hold count.
+     * section re-enters the lock and checks its hold count. Each section's wait, from the
+     * call that takes the lock to its return (re-entries not counted), is timed: the reply
+     * carries the longest and the median, in microseconds, and TIMES, every section's
+     * {@code ASKED_US:TOOK_US:HELD_US} (the call, wall clock in microseconds since the epoch;
+     * the wait; from holding the lock until the unlock returned) joined by commas.
      */
     private String hammer(String kind, String name, int n, String prefix) {
         RLock lock = lock(kind, name);
@@ -261,13 +267,19 @@ public final class Driver {
         RAtomicLong lastToken = redisson.getAtomicLong(prefix + ":token");
         int violations = 0;
         String first = "";
+        long[] waits = new long[n];
+        StringBuilder times = new StringBuilder();
         for (int i = 0; i < n; i++) {
             Long token = null;
+            long askedUs = micros();
+            long asked = System.nanoTime();
             if (lock instanceof RFencedLock fenced) {
                 token = fenced.lockAndGetToken();
             } else {
                 lock.lock();
             }
+            long got = System.nanoTime();
+            waits[i] = (got - asked) / 1_000;
             String problem = null;
             try {
                 if (i % 3 == 2) {
@@ -308,6 +320,9 @@ public final class Driver {
                 }
             } finally {
                 lock.unlock();
+                long held = (System.nanoTime() - got) / 1_000;
+                times.append(i == 0 ? "" : ",").append(askedUs).append(':').append(waits[i])
+                        .append(':').append(held);
             }
             if (problem != null) {
                 violations++;
@@ -316,6 +331,10 @@ public final class Driver {
                 }
             }
         }
-        return violations + " " + n + (first.isEmpty() ? "" : " " + first);
+        Arrays.sort(waits);
+        long longest = n == 0 ? 0 : waits[n - 1];
+        long median = n == 0 ? 0 : waits[n / 2];
+        return violations + " " + n + " " + longest + " " + median + " " + (n == 0 ? "-" : times)
+                + (first.isEmpty() ? "" : " " + first);
     }
 }
