@@ -77,9 +77,11 @@ mod leftovers;
 mod model;
 mod ops;
 mod oracle;
+mod remains;
 mod report;
 mod rng;
 mod schedule;
+mod shutdown_rules;
 mod targets;
 mod wire;
 
