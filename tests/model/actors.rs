@@ -674,7 +674,9 @@ impl Actor {
         };
         if before && !fine {
             let text = format!(
-                "{UNLOCK_GUARDED} Lock::unlock() on {} {} by a thread holding it only through                  live guards (hold #{} among them) returned {word} (is_held() before {before},                  after {after}); it must answer NotHeld and release nothing",
+                "{UNLOCK_GUARDED} Lock::unlock() on {} {} by a thread holding it only through \
+                 live guards (hold #{} among them) returned {word} (is_held() before {before}, \
+                 after {after}); it must answer NotHeld and release nothing",
                 h.target.kind.as_str(),
                 h.target.names[0],
                 crate::report::hold_id(h.hold)
@@ -769,7 +771,8 @@ impl Actor {
             self.record(Event::Flag {
                 actor: self.spec.id,
                 text: format!(
-                    "{} a forked process that was to drop every handle of its inherited                      client: {text}",
+                    "{} a forked process that was to drop every handle of its inherited \
+                     client: {text}",
                     crate::forks::FORK
                 ),
             });
@@ -784,7 +787,9 @@ impl Actor {
             self.record(Event::Flag {
                 actor: self.spec.id,
                 text: format!(
-                    "{} the pub/sub connection of client {} was reconnected {} time(s) after                      a forked process dropped every handle of it it inherited (it shut the                      shared socket down)",
+                    "{} the pub/sub connection of client {} was reconnected {} time(s) after \
+                     a forked process dropped every handle of it it inherited (it shut the \
+                     shared socket down)",
                     crate::forks::FORK_PUBSUB,
                     own.tag,
                     now - reconnects
@@ -1154,7 +1159,8 @@ impl Actor {
             self.record(Event::Flag {
                 actor: self.spec.id,
                 text: format!(
-                    "{} helper thread(s) of a shutdown during a hand-over on {} {} still                      waiting 5 s after their client was shut down",
+                    "{} helper thread(s) of a shutdown during a hand-over on {} {} still \
+                     waiting 5 s after their client was shut down",
                     unfinished.len(),
                     target.kind.as_str(),
                     target.joined()
