@@ -240,6 +240,10 @@ pub(crate) struct Model {
     pub(crate) remains: Vec<Remain>,
     /// Each actor's library thread number, where it was learned.
     pub(crate) tids: HashMap<ActorId, u64>,
+    /// Multi-lock and red-lock acquires, from call to return: `(actor,
+    /// client, names, call, return)`. Their parts are separate locks with
+    /// guards of their own while the call runs.
+    pub(crate) composite_calls: Vec<(ActorId, String, Vec<String>, Instant, Instant)>,
 }
 
 /// A lock hash a client set had fields in right after its shutdown.
@@ -310,6 +314,7 @@ impl Model {
             gone: HashMap::new(),
             remains: Vec::new(),
             tids: HashMap::new(),
+            composite_calls: Vec::new(),
         };
         let mut scans: HashMap<String, Instant> = HashMap::new();
         let mut calls: HashMap<u64, Call> = HashMap::new();
@@ -361,6 +366,7 @@ impl Model {
                         continue;
                     };
                     m.push_wait(&call, at, "acquired");
+                    m.push_composite(&call, at);
                     let index = m.holds.len();
                     m.holds.push(Hold {
                         id: *hold,
@@ -405,6 +411,7 @@ impl Model {
                             ));
                         }
                         m.push_wait(&call, at, outcome);
+                        m.push_composite(&call, at);
                     }
                 }
                 Event::Exit {
@@ -541,6 +548,18 @@ impl Model {
         }
         m.derive();
         m
+    }
+
+    fn push_composite(&mut self, call: &Call, end: Instant) {
+        if matches!(call.kind, Kind::Multi | Kind::Red) {
+            self.composite_calls.push((
+                call.actor,
+                call.client.clone(),
+                call.names.clone(),
+                call.at,
+                end,
+            ));
+        }
     }
 
     fn push_wait(&mut self, call: &Call, end: Instant, outcome: &str) {

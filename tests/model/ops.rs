@@ -200,8 +200,8 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (3, Choice::Restart),
             (6, Choice::ShutdownHandover),
             (if may_fork { 6 } else { 0 }, Choice::Fork),
-            (14, Choice::LongLease),
-            (30, Choice::SharedWait),
+            (40, Choice::LongLease),
+            (50, Choice::SharedWait),
         ]
     };
     match rng.weighted(&table) {

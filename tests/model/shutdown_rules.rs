@@ -20,10 +20,24 @@ const FAILED_ACQUIRE_TAIL: Duration = Duration::from_secs(7);
 /// Whether `actor` of client set `client` may legitimately have a field in
 /// lock `name` at `r`'s scan: a session of its there still lingers (a
 /// guard alive at the shutdown, a leaked hold, a release whose outcome is
-/// unknown, a phantom count; see `Model::build_sessions`), or one of its
+/// unknown, a phantom count; see `Model::build_sessions`), one of its
 /// acquires there failed with an error shortly before (the hold may exist
-/// in Redis all the same).
+/// in Redis all the same), or a multi-lock or red-lock acquire of its ran
+/// across the shutdown's start: the parts it had taken were guards alive
+/// at the shutdown, which the composite could no longer give back (red
+/// locks also span clients that shut down one after the other).
 fn accounted(m: &Model, actor: ActorId, r: &Remain) -> bool {
+    let down = m.downs.get(&r.client).copied().unwrap_or(r.scan);
+    let composite = m
+        .composite_calls
+        .iter()
+        .any(|(a, client, names, call, end)| {
+            *a == actor && *client == r.client && names.contains(&r.name) && *call < r.scan
+                && *end >= down
+        });
+    if composite {
+        return true;
+    }
     let lingers = m.sessions.get(&r.name).into_iter().flatten().any(|s| {
         s.actor == actor && s.client == r.client && s.start < r.at && s.busy_until > r.scan
     });
