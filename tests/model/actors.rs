@@ -470,7 +470,7 @@ struct Actor {
     next_hold: u64,
     /// Op and hold numbers of this actor's helper threads.
     next_helper_op: u64,
-    /// Client sets built for a fork so far.
+    /// Client sets of its own built so far (forks, shared-channel wakes).
     next_fork: u64,
     ops: u64,
 }
@@ -636,7 +636,102 @@ impl Actor {
                 hold,
             } => self.long_lease(target, lease, hold),
             Op::UnlockGuarded { index } => self.unlock_guarded(index),
+            Op::SharedChannelWake {
+                first,
+                then,
+                lease,
+                hold,
+            } => self.shared_channel_wake(first, then, lease, hold),
         }
+    }
+
+    /// A helper thread `k` (0..8) of this actor doing one acquire of
+    /// `target` with `method` on `set`; returns its thread.
+    fn helper(
+        &mut self,
+        k: ActorId,
+        tag: &str,
+        set: &Arc<ClientSet>,
+        target: &Target,
+        method: Method,
+    ) -> Option<JoinHandle<()>> {
+        let first = self.next_helper_op;
+        self.next_helper_op += 4;
+        let helper = Helper {
+            id: HELPER_BASE + 8 * self.spec.id + k,
+            label: format!("{}.{tag}", self.spec.label),
+            first,
+            set: Arc::clone(set),
+            target: target.clone(),
+            method,
+            recorder: self.spec.recorder.fork(),
+            interrupts: Arc::clone(&self.spec.interrupts),
+        };
+        thread::Builder::new()
+            .name(format!("model-{}", helper.label))
+            .spawn(move || helper.run())
+            .ok()
+    }
+
+    /// See [`Op::SharedChannelWake`]. The waiter's wait is judged by the
+    /// liveness rule: a lost wake-up keeps it parked for the PTTL it saw,
+    /// most of a lease longer than the bound.
+    fn shared_channel_wake(
+        &mut self,
+        first: &'static str,
+        then: &'static str,
+        lease: Duration,
+        hold: Duration,
+    ) {
+        if !self.held.is_empty() {
+            return;
+        }
+        let slot = Arc::clone(&self.spec.slot);
+        let tag = format!("{}.w{}", self.spec.label, self.next_fork);
+        self.next_fork += 1;
+        let Ok(other) = build_set(&tag, &slot.urls[..1], &slot.prefix, &slot.recorder) else {
+            return;
+        };
+        let other = Arc::new(other);
+        let first = Target {
+            kind: Kind::Plain,
+            names: vec![first],
+        };
+        let then = Target {
+            kind: Kind::Plain,
+            names: vec![then],
+        };
+        let method = Method::TryFor(Duration::from_millis(300));
+        self.acquire(first.clone(), method, false);
+        if let Some(index) = self.held.iter().position(|h| h.target == first) {
+            // The other client waits on `first` a moment: its channel now
+            // has `first`'s waiters (their entry lingers with the channel).
+            let wait = Method::TryFor(Duration::from_millis(40));
+            if let Some(t) = self.helper(5, "wf", &other, &first, wait) {
+                let _ = crate::joins::join_within(t, Duration::from_secs(5));
+            }
+            self.release(index, false, None);
+            self.acquire(
+                then.clone(),
+                Method::TryForLease(Duration::from_millis(300), lease),
+                false,
+            );
+            if let Some(index) = self.held.iter().position(|h| h.target == then) {
+                let waiter = self.helper(6, "wt", &other, &then, Method::Lock);
+                self.pause(hold);
+                self.release(index, false, None);
+                if let Some(t) = waiter {
+                    // Past the lease, the waiter is done either way (the
+                    // liveness rule judges how long it took).
+                    let _ = crate::joins::join_within(t, lease + Duration::from_secs(3));
+                }
+            }
+        }
+        self.spec.recorder.record(Event::ClientDown {
+            client: other.tag.clone(),
+        });
+        other.shutdown();
+        crate::remains::scan_after_shutdown(&other, &slot.urls[..1], &slot.prefix, &self.spec.recorder);
     }
 
     /// Takes `target` with a long lease, keeps it `hold` (much less), and
@@ -733,22 +828,8 @@ impl Actor {
             .map(|i| self.held.remove(i));
         // A thread of the same client waits on the lock (held by us, or by
         // another): the channel is subscribed, and lingers so.
-        let first = self.next_helper_op;
-        self.next_helper_op += 4;
-        let helper = Helper {
-            id: HELPER_BASE + 8 * self.spec.id + 7,
-            label: format!("{}.fh", self.spec.label),
-            first,
-            set: Arc::clone(&own),
-            target: target.clone(),
-            method: Method::TryFor(Duration::from_millis(40)),
-            recorder: self.spec.recorder.fork(),
-            interrupts: Arc::clone(&self.spec.interrupts),
-        };
-        if let Ok(t) = thread::Builder::new()
-            .name(format!("model-{}", helper.label))
-            .spawn(move || helper.run())
-        {
+        let wait = Method::TryFor(Duration::from_millis(40));
+        if let Some(t) = self.helper(7, "fh", &own, &target, wait) {
             // Ended, so that no thread keeps a handle at the fork.
             let _ = crate::joins::join_within(t, Duration::from_secs(5));
         }

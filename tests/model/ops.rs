@@ -82,6 +82,19 @@ pub(crate) enum Op {
         lease: Duration,
         hold: Duration,
     },
+    /// A release's wake-up on a channel two locks share: with a client of
+    /// the actor's own (another client, so the release publishes), wait a
+    /// moment on lock `first` (held by the actor), so that the other
+    /// client's channel knows `first`; then take `then` (same channel)
+    /// with a lease of `lease`, let the other client wait on it without a
+    /// bound, and release it after `hold`. The waiter must get it at once,
+    /// not when the lease would have ended (past the liveness bound).
+    SharedChannelWake {
+        first: &'static str,
+        then: &'static str,
+        lease: Duration,
+        hold: Duration,
+    },
     /// `Lock::unlock()` on the lock of held guard `index`, which the
     /// thread holds only through live guards (none leaked): it must answer
     /// `NotHeld` and leave every hold alone.
@@ -151,6 +164,7 @@ enum Choice {
     Fork,
     LongLease,
     SharedWait,
+    SharedChannelWake,
     UnlockGuarded,
 }
 
@@ -200,8 +214,9 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (3, Choice::Restart),
             (6, Choice::ShutdownHandover),
             (if may_fork { 6 } else { 0 }, Choice::Fork),
-            (40, Choice::LongLease),
-            (50, Choice::SharedWait),
+            (15, Choice::LongLease),
+            (20, Choice::SharedWait),
+            (8, Choice::SharedChannelWake),
         ]
     };
     match rng.weighted(&table) {
@@ -276,6 +291,20 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),
             hold: rng.millis(20, 400),
         },
+        Choice::SharedChannelWake => {
+            let (plain, tagged) = *rng.pick(&[("p0", "{p0}"), ("p1", "{p1}")]);
+            let (first, then) = if rng.chance(50) {
+                (plain, tagged)
+            } else {
+                (tagged, plain)
+            };
+            Op::SharedChannelWake {
+                first,
+                then,
+                lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),
+                hold: rng.millis(50, 300),
+            }
+        }
         // Waiters without a bound on the names that share a channel, so
         // that a long lease released early finds some.
         Choice::SharedWait => Op::Acquire {
