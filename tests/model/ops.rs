@@ -216,7 +216,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (if may_fork { 6 } else { 0 }, Choice::Fork),
             (15, Choice::LongLease),
             (20, Choice::SharedWait),
-            (8, Choice::SharedChannelWake),
+            (12, Choice::SharedChannelWake),
         ]
     };
     match rng.weighted(&table) {
