@@ -29,7 +29,7 @@ const LEAK_MARGIN: Duration = Duration::from_millis(50);
 /// return a guard before that counts as a guard after shutdown: the
 /// library's check and our reading of the clock are not one instant, and
 /// a thread may be preempted in between.
-const AFTER_SHUTDOWN_MARGIN: Duration = Duration::from_millis(10);
+pub(crate) const AFTER_SHUTDOWN_MARGIN: Duration = Duration::from_millis(10);
 
 /// The first flag word of a guard returned after its client's shutdown
 /// began (the oracle's rule of that name).

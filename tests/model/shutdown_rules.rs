@@ -20,7 +20,8 @@ const FAILED_ACQUIRE_TAIL: Duration = Duration::from_secs(7);
 /// Whether `actor` of client set `client` may legitimately have a field in
 /// lock `name` at `r`'s scan: a session of its there still lingers (a
 /// guard alive at the shutdown, a leaked hold, a release whose outcome is
-/// unknown, a phantom count; see `Model::build_sessions`), one of its
+/// unknown, a phantom count; see `Model::build_sessions`) with a hold taken
+/// before the shutdown began (not a guard returned after it), one of its
 /// acquires there failed with an error shortly before (the hold may exist
 /// in Redis all the same), or a multi-lock or red-lock acquire of its ran
 /// across the shutdown's start: the parts it had taken were guards alive
@@ -38,8 +39,22 @@ fn accounted(m: &Model, actor: ActorId, r: &Remain) -> bool {
     if composite {
         return true;
     }
+    // A guard that came out clearly after the shutdown began was not alive
+    // at the shutdown: it accounts for nothing (its hold is the trace).
+    let alive_at_shutdown = down + crate::actors::AFTER_SHUTDOWN_MARGIN;
     let lingers = m.sessions.get(&r.name).into_iter().flatten().any(|s| {
-        s.actor == actor && s.client == r.client && s.start < r.at && s.busy_until > r.scan
+        s.actor == actor
+            && s.client == r.client
+            && s.start < r.at
+            && s.busy_until > r.scan
+            && m.by_actor.get(&actor).into_iter().flatten().any(|&i| {
+                let h = &m.holds[i];
+                h.client == r.client
+                    && h.names.contains(&r.name)
+                    && h.call >= s.start
+                    && h.call <= s.busy_until
+                    && h.enter <= alive_at_shutdown
+            })
     });
     lingers
         || m.failed.iter().any(|(at, a, client, names)| {
