@@ -731,7 +731,12 @@ impl Actor {
             client: other.tag.clone(),
         });
         other.shutdown();
-        crate::remains::scan_after_shutdown(&other, &slot.urls[..1], &slot.prefix, &self.spec.recorder);
+        crate::remains::scan_after_shutdown(
+            &other,
+            &slot.urls[..1],
+            &slot.prefix,
+            &self.spec.recorder,
+        );
     }
 
     /// Takes `target` with a long lease, keeps it `hold` (much less), and
@@ -885,7 +890,12 @@ impl Actor {
             client: own.tag.clone(),
         });
         own.shutdown();
-        crate::remains::scan_after_shutdown(&own, &slot.urls[..1], &slot.prefix, &self.spec.recorder);
+        crate::remains::scan_after_shutdown(
+            &own,
+            &slot.urls[..1],
+            &slot.prefix,
+            &self.spec.recorder,
+        );
     }
 
     fn acquire(&mut self, target: Target, method: Method, reentrant: bool) {

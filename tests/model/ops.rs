@@ -193,7 +193,10 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
     let table: Vec<(u64, Choice)> = if holding {
         vec![
             (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
-            (if guarded.is_empty() { 0 } else { 20 }, Choice::UnlockGuarded),
+            (
+                if guarded.is_empty() { 0 } else { 20 },
+                Choice::UnlockGuarded,
+            ),
             (330, Choice::Release),
             (if watched.is_empty() { 0 } else { 60 }, Choice::Leak),
             (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),

@@ -59,10 +59,7 @@ pub(crate) fn learn_tid(
     }
     let uuid = set.clients[0].id().to_string();
     let Ok(mut conn) = connect(url) else { return };
-    let Ok(fields) = redis::cmd("HKEYS")
-        .arg(key)
-        .query::<Vec<String>>(&mut conn)
-    else {
+    let Ok(fields) = redis::cmd("HKEYS").arg(key).query::<Vec<String>>(&mut conn) else {
         return;
     };
     let mut tids: Vec<u64> = fields.iter().filter_map(|f| tid_of(f, &uuid)).collect();

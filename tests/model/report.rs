@@ -434,9 +434,7 @@ pub(crate) fn render_event(m: &Model, at: Instant, event: &Event) -> String {
             server,
             name,
             tids,
-        } => format!(
-            "{client:<10} left {name} on server{server} with fields of thread(s) {tids}"
-        ),
+        } => format!("{client:<10} left {name} on server{server} with fields of thread(s) {tids}"),
         Event::Tid { actor, tid } => format!("{:<10} has thread number {tid}", who(actor)),
         Event::FaultStart { server, kind } => {
             format!("{:<10} FAULT {kind} starts", format!("server{server}"))

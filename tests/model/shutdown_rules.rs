@@ -33,7 +33,10 @@ fn accounted(m: &Model, actor: ActorId, r: &Remain) -> bool {
         .composite_calls
         .iter()
         .any(|(a, client, names, call, end)| {
-            *a == actor && *client == r.client && names.contains(&r.name) && *call < r.scan
+            *a == actor
+                && *client == r.client
+                && names.contains(&r.name)
+                && *call < r.scan
                 && *end >= down
         });
     if composite {
@@ -163,8 +166,7 @@ pub(crate) fn left_by_shutdown(m: &Model, v: &mut Verdict) {
 /// was left to expire, and the section may not have been exclusive.
 pub(crate) fn release_after_shutdown(m: &Model, v: &mut Verdict) {
     for h in &m.holds {
-        let (Some(gone), Some(exit), Some(released)) =
-            (m.gone.get(&h.client), h.exit, h.released)
+        let (Some(gone), Some(exit), Some(released)) = (m.gone.get(&h.client), h.exit, h.released)
         else {
             continue;
         };
