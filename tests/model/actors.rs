@@ -29,11 +29,20 @@ const LEAK_MARGIN: Duration = Duration::from_millis(50);
 /// return a guard before that counts as a guard after shutdown: the
 /// library's check and our reading of the clock are not one instant, and
 /// a thread may be preempted in between.
-const AFTER_SHUTDOWN_MARGIN: Duration = Duration::from_millis(10);
+pub(crate) const AFTER_SHUTDOWN_MARGIN: Duration = Duration::from_millis(10);
 
 /// The first flag word of a guard returned after its client's shutdown
 /// began (the oracle's rule of that name).
 pub(crate) const AFTER_SHUTDOWN: &str = "[guard after shutdown]";
+
+/// The first flag word of a `Lock::unlock()` that did not answer `NotHeld`
+/// for a lock its thread held only through live guards (the oracle's rule
+/// "unlock of a guarded lock").
+pub(crate) const UNLOCK_GUARDED: &str = "[unlock of a guarded lock]";
+
+/// How long a forked process's drop of its inherited client is given to
+/// break the parent's pub/sub connection (a reconnect takes milliseconds).
+const FORK_RECONNECT_WINDOW: Duration = Duration::from_millis(300);
 
 /// Actor ids of the helper threads of a shutdown-during-hand-over start
 /// here: `HELPER_BASE + 8 × actor + k`.
@@ -150,6 +159,7 @@ impl ClientSlot {
             client: old.tag.clone(),
         });
         old.shutdown();
+        crate::remains::scan_after_shutdown(&old, &self.urls, &self.prefix, recorder);
         let tag = format!("{}#{}", self.base, generation + 1);
         let give_up = Instant::now() + Duration::from_secs(5);
         loop {
@@ -196,6 +206,7 @@ impl ClientSlot {
             client: set.tag.clone(),
         });
         set.shutdown();
+        crate::remains::scan_after_shutdown(&set, &self.urls, &self.prefix, recorder);
     }
 }
 
@@ -299,9 +310,10 @@ pub(crate) fn after_shutdown(
     })
 }
 
-/// A helper thread of a shutdown during a hand-over: one `lock()` on the
-/// target with the actor's client set, recorded like an actor's, and a
-/// release at once if it gets the lock.
+/// A helper thread of an actor (a shutdown during a hand-over, a fork):
+/// one acquire on the target with the given client set (`lock()` or a
+/// short `try_lock_for`), recorded like an actor's, and a release at once
+/// if it gets the lock.
 struct Helper {
     id: ActorId,
     label: String,
@@ -309,6 +321,7 @@ struct Helper {
     first: u64,
     set: Arc<ClientSet>,
     target: Target,
+    method: Method,
     recorder: Recorder,
     interrupts: Arc<Interrupter>,
 }
@@ -327,13 +340,13 @@ impl Helper {
             client: set.tag.clone(),
             kind: self.target.kind,
             names: self.target.joined(),
-            method: Method::Lock.label(),
+            method: self.method.label(),
             lease_ms: 0,
-            wait_ms: -1,
+            wait_ms: self.method.wait().map_or(-1, |w| w.as_millis() as i64),
             reentrant: false,
         });
         let got = catch_unwind(AssertUnwindSafe(|| {
-            targets::acquire(set, &self.target, Method::Lock, &self.interrupts)
+            targets::acquire(set, &self.target, self.method, &self.interrupts)
         }));
         let returned = Instant::now();
         let guard = match got {
@@ -457,6 +470,8 @@ struct Actor {
     next_hold: u64,
     /// Op and hold numbers of this actor's helper threads.
     next_helper_op: u64,
+    /// Client sets of its own built so far (forks, shared-channel wakes).
+    next_fork: u64,
     ops: u64,
 }
 
@@ -470,6 +485,7 @@ impl Actor {
             next_op: 0,
             next_hold: 0,
             next_helper_op: 0,
+            next_fork: 0,
             ops: 0,
         }
     }
@@ -609,12 +625,293 @@ impl Actor {
                 waiters,
                 delay,
             } => self.shutdown_handover(target, waiters, delay),
+            Op::Fork {
+                what: ForkUse::Drop,
+                target,
+            } => self.fork_drop(&target),
             Op::Fork { what, target } => self.fork(what, &target),
+            Op::LongLease {
+                target,
+                lease,
+                hold,
+            } => self.long_lease(target, lease, hold),
+            Op::UnlockGuarded { index } => self.unlock_guarded(index),
+            Op::SharedChannelWake {
+                first,
+                then,
+                lease,
+                hold,
+            } => self.shared_channel_wake(first, then, lease, hold),
         }
+    }
+
+    /// A helper thread `k` (0..8) of this actor doing one acquire of
+    /// `target` with `method` on `set`; returns its thread.
+    fn helper(
+        &mut self,
+        k: ActorId,
+        tag: &str,
+        set: &Arc<ClientSet>,
+        target: &Target,
+        method: Method,
+    ) -> Option<JoinHandle<()>> {
+        let first = self.next_helper_op;
+        self.next_helper_op += 4;
+        let helper = Helper {
+            id: HELPER_BASE + 8 * self.spec.id + k,
+            label: format!("{}.{tag}", self.spec.label),
+            first,
+            set: Arc::clone(set),
+            target: target.clone(),
+            method,
+            recorder: self.spec.recorder.fork(),
+            interrupts: Arc::clone(&self.spec.interrupts),
+        };
+        thread::Builder::new()
+            .name(format!("model-{}", helper.label))
+            .spawn(move || helper.run())
+            .ok()
+    }
+
+    /// See [`Op::SharedChannelWake`]. The waiter's wait is judged by the
+    /// liveness rule: a lost wake-up keeps it parked for the PTTL it saw,
+    /// most of a lease longer than the bound.
+    fn shared_channel_wake(
+        &mut self,
+        first: &'static str,
+        then: &'static str,
+        lease: Duration,
+        hold: Duration,
+    ) {
+        if !self.held.is_empty() {
+            return;
+        }
+        let slot = Arc::clone(&self.spec.slot);
+        let tag = format!("{}.w{}", self.spec.label, self.next_fork);
+        self.next_fork += 1;
+        let Ok(other) = build_set(&tag, &slot.urls[..1], &slot.prefix, &slot.recorder) else {
+            return;
+        };
+        let other = Arc::new(other);
+        let first = Target {
+            kind: Kind::Plain,
+            names: vec![first],
+        };
+        let then = Target {
+            kind: Kind::Plain,
+            names: vec![then],
+        };
+        let method = Method::TryFor(Duration::from_millis(300));
+        self.acquire(first.clone(), method, false);
+        if let Some(index) = self.held.iter().position(|h| h.target == first) {
+            // The other client waits on `first` a moment: its channel now
+            // has `first`'s waiters (their entry lingers with the channel).
+            let wait = Method::TryFor(Duration::from_millis(40));
+            if let Some(t) = self.helper(5, "wf", &other, &first, wait) {
+                let _ = crate::joins::join_within(t, Duration::from_secs(5));
+            }
+            self.release(index, false, None);
+            self.acquire(
+                then.clone(),
+                Method::TryForLease(Duration::from_millis(300), lease),
+                false,
+            );
+            if let Some(index) = self.held.iter().position(|h| h.target == then) {
+                let waiter = self.helper(6, "wt", &other, &then, Method::Lock);
+                self.pause(hold);
+                self.release(index, false, None);
+                if let Some(t) = waiter {
+                    // Past the lease, the waiter is done either way (the
+                    // liveness rule judges how long it took).
+                    let _ = crate::joins::join_within(t, lease + Duration::from_secs(3));
+                }
+            }
+        }
+        self.spec.recorder.record(Event::ClientDown {
+            client: other.tag.clone(),
+        });
+        other.shutdown();
+        crate::remains::scan_after_shutdown(
+            &other,
+            &slot.urls[..1],
+            &slot.prefix,
+            &self.spec.recorder,
+        );
+    }
+
+    /// Takes `target` with a long lease, keeps it `hold` (much less), and
+    /// releases it: waiters parked for the PTTL they saw must be woken by
+    /// the release.
+    fn long_lease(&mut self, target: Target, lease: Duration, hold: Duration) {
+        if !self.held.is_empty() {
+            return;
+        }
+        let wait = Duration::from_millis(self.rng.range(0, 300));
+        self.acquire(target.clone(), Method::TryForLease(wait, lease), false);
+        if let Some(index) = self.held.iter().position(|h| h.target == target) {
+            self.pause(hold);
+            self.release(index, false, None);
+        }
+    }
+
+    /// `Lock::unlock()` on the lock of held guard `index` while the thread
+    /// holds it only through live guards: the answer must be `NotHeld`
+    /// (`Shutdown` once its client is shut down), and the hold stays (the
+    /// other rules see a second holder enter otherwise). A guard that no
+    /// longer believes it holds is not judged: its hold is gone anyway.
+    fn unlock_guarded(&mut self, index: usize) {
+        let h = &self.held[index];
+        let Some(guard) = &h.guard else { return };
+        let before = guard.is_held();
+        let result = targets::unlock_leaked(&h.set, h.target.kind, h.target.names[0]);
+        let after = guard.is_held();
+        let word = targets::outcome(&result);
+        let fine = match word.as_str() {
+            "not-held" | "shutdown" => true,
+            // The watchdog found the hold lost meanwhile.
+            "lost" => !after,
+            _ => false,
+        };
+        if before && !fine {
+            let text = format!(
+                "{UNLOCK_GUARDED} Lock::unlock() on {} {} by a thread holding it only through \
+                 live guards (hold #{} among them) returned {word} (is_held() before {before}, \
+                 after {after}); it must answer NotHeld and release nothing",
+                h.target.kind.as_str(),
+                h.target.names[0],
+                crate::report::hold_id(h.hold)
+            );
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text,
+            });
+        }
+    }
+
+    /// `fork()` where the forked process drops the *last* handle of a
+    /// client it inherited, so that the client's own drop runs there. The
+    /// actor's client set cannot be used for that: its other threads
+    /// (copied into the forked process, but not running there) keep
+    /// handles the forked process cannot reach. So a client set of this
+    /// thread's own is built, takes `target` (recorded as a hold like any
+    /// other), gets its pub/sub connection subscribed (a helper thread
+    /// waits on the lock a moment), and is then inherited by the fork with
+    /// its guard: the forked process drops all of it, the actor's own
+    /// guards and a handle of its client. In the parent the pub/sub
+    /// connection must not have been reconnected (a child that shuts the
+    /// shared socket down ends it for the parent too), and the hold must
+    /// still be there (its release is judged by the other rules).
+    fn fork_drop(&mut self, target: &Target) {
+        let target = match target.kind {
+            Kind::Multi => Target {
+                kind: Kind::Plain,
+                names: vec![target.names[0]],
+            },
+            Kind::Red => Target {
+                kind: Kind::Plain,
+                names: vec!["p2"],
+            },
+            _ => target.clone(),
+        };
+        let slot = Arc::clone(&self.spec.slot);
+        let tag = format!("{}.f{}", self.spec.label, self.next_fork);
+        self.next_fork += 1;
+        let Ok(own) = build_set(&tag, &slot.urls[..1], &slot.prefix, &slot.recorder) else {
+            return;
+        };
+        let own = Arc::new(own);
+        self.acquire_with(
+            Arc::clone(&own),
+            target.clone(),
+            Method::TryFor(Duration::from_millis(200)),
+            false,
+        );
+        let kept = self
+            .held
+            .iter()
+            .position(|h| Arc::ptr_eq(&h.set, &own))
+            .map(|i| self.held.remove(i));
+        // A thread of the same client waits on the lock (held by us, or by
+        // another): the channel is subscribed, and lingers so.
+        let wait = Method::TryFor(Duration::from_millis(40));
+        if let Some(t) = self.helper(7, "fh", &own, &target, wait) {
+            // Ended, so that no thread keeps a handle at the fork.
+            let _ = crate::joins::join_within(t, Duration::from_secs(5));
+        }
+        let reconnects = own.clients[0].stats().pubsub_reconnects;
+        let set = slot.current();
+        let held = &mut self.held;
+        let mut inherited = Some((own, kept));
+        let in_the_fork = || -> Result<(), String> {
+            // The last handles of the client of our own: its set (with the
+            // client) and the hold with its guard; then the actor's guards
+            // and a handle of the slot's client, as a user would.
+            drop(inherited.take());
+            held.clear();
+            drop(set.clients[0].clone());
+            Ok(())
+        };
+        let forked = crate::forks::fork_and_wait(in_the_fork);
+        let (own, kept) = inherited.take().expect("the parent keeps its own");
+        if let Err(text) = forked {
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text: format!(
+                    "{} a forked process that was to drop every handle of its inherited \
+                     client: {text}",
+                    crate::forks::FORK
+                ),
+            });
+        }
+        let until = Instant::now() + FORK_RECONNECT_WINDOW;
+        let mut now = own.clients[0].stats().pubsub_reconnects;
+        while now == reconnects && Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+            now = own.clients[0].stats().pubsub_reconnects;
+        }
+        if now != reconnects {
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text: format!(
+                    "{} the pub/sub connection of client {} was reconnected {} time(s) after \
+                     a forked process dropped every handle of it it inherited (it shut the \
+                     shared socket down)",
+                    crate::forks::FORK_PUBSUB,
+                    own.tag,
+                    now - reconnects
+                ),
+            });
+        }
+        if let Some(kept) = kept {
+            self.held.push(kept);
+            self.release(self.held.len() - 1, false, None);
+        }
+        self.spec.recorder.record(Event::ClientDown {
+            client: own.tag.clone(),
+        });
+        own.shutdown();
+        crate::remains::scan_after_shutdown(
+            &own,
+            &slot.urls[..1],
+            &slot.prefix,
+            &self.spec.recorder,
+        );
     }
 
     fn acquire(&mut self, target: Target, method: Method, reentrant: bool) {
         let set = self.spec.slot.current();
+        self.acquire_with(set, target, method, reentrant);
+    }
+
+    /// Acquires `target` with the client set `set`, records it, and keeps
+    /// the guard in `held`.
+    fn acquire_with(
+        &mut self,
+        set: Arc<ClientSet>,
+        target: Target,
+        method: Method,
+        reentrant: bool,
+    ) {
         let method = targets::effective(target.kind, method);
         let op = (u64::from(self.spec.id) << 32) | self.next_op;
         self.next_op += 1;
@@ -646,6 +943,20 @@ impl Actor {
                         actor: self.spec.id,
                         text,
                     });
+                }
+                if matches!(
+                    target.kind,
+                    Kind::Plain | Kind::Fair | Kind::Fenced | Kind::Spin | Kind::Write
+                ) {
+                    // Held alone: the one field of this client is ours.
+                    crate::remains::learn_tid(
+                        &set,
+                        &self.spec.slot.urls[0],
+                        &set.full(target.names[0]),
+                        self.spec.id,
+                        &self.spec.recorder,
+                        || guard.is_held(),
+                    );
                 }
                 self.held.push(Held {
                     hold,
@@ -842,11 +1153,8 @@ impl Actor {
                         }
                     }
                 }
-                ForkUse::Drop => {
-                    // The copies of the parent's guards, and a client handle.
-                    held.clear();
-                    drop(set.clients[0].clone());
-                }
+                // See `fork_drop`.
+                ForkUse::Drop => {}
                 ForkUse::Shutdown => {
                     let _ = set.clients[0].shutdown();
                 }
@@ -896,6 +1204,7 @@ impl Actor {
                 first,
                 set: Arc::clone(&set),
                 target: target.clone(),
+                method: Method::Lock,
                 recorder: self.spec.recorder.fork(),
                 interrupts: Arc::clone(&self.spec.interrupts),
             };
@@ -941,7 +1250,8 @@ impl Actor {
             self.record(Event::Flag {
                 actor: self.spec.id,
                 text: format!(
-                    "{} helper thread(s) of a shutdown during a hand-over on {} {} still                      waiting 5 s after their client was shut down",
+                    "{} helper thread(s) of a shutdown during a hand-over on {} {} still \
+                     waiting 5 s after their client was shut down",
                     unfinished.len(),
                     target.kind.as_str(),
                     target.joined()

@@ -41,6 +41,12 @@ pub(crate) const FAIR_WAIT: Duration = Duration::from_secs(2);
 /// expire mid-run, long enough to outlive a few operations.
 pub(crate) const LEASE_MS: (u64, u64) = (50, 400);
 
+/// Shortest and longest lease of a long-leased hold on a name that shares
+/// a channel (ms): longer than [`LIVENESS_BOUND`], so a waiter that misses
+/// the early release's wake-up (it parks for the PTTL it saw) waits past
+/// the bound while the lock is free.
+pub(crate) const LONG_LEASE_MS: (u64, u64) = (3500, 6000);
+
 /// A waiter must get a free lock within this long (liveness).
 pub(crate) const LIVENESS_BOUND: Duration = Duration::from_millis(2 * WATCHDOG_MS);
 /// How long after a fault ends its effects may last: a renewal or wake-up

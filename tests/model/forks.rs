@@ -16,8 +16,12 @@ use std::time::{Duration, Instant};
 /// The first flag word of a fork that went wrong (the oracle's rule).
 pub(crate) const FORK: &str = "[fork]";
 
+/// The first flag word of a parent whose pub/sub connection was
+/// reconnected after a forked process dropped the client it inherited.
+pub(crate) const FORK_PUBSUB: &str = "[fork] [pub/sub]";
+
 /// How long the forked process may take before it counts as hung.
-const LIMIT: Duration = Duration::from_secs(3);
+pub(crate) const LIMIT: Duration = Duration::from_secs(3);
 
 /// Exit codes of the forked process besides 0.
 const FAILED: i32 = 3;

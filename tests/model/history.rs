@@ -106,6 +106,21 @@ pub(crate) enum Event {
     ClientDown { client: String },
     /// A client set was built (`ids`: the clients' UUIDs).
     ClientUp { client: String, ids: String },
+    /// The set's `shutdown()` returned; a scan of what it left in Redis
+    /// starts now (see `remains.rs`).
+    ClientGone { client: String },
+    /// The scan after `client`'s shutdown found hash `name` (short name)
+    /// on server `server` with fields of one of its clients: the thread
+    /// numbers of those fields (`<uuid>:<tid>[:write]`), joined by `,`.
+    Remains {
+        client: String,
+        server: u8,
+        name: String,
+        tids: String,
+    },
+    /// The library's thread number of `actor` (the `<tid>` of its holder
+    /// fields), learned from Redis while it held a lock alone.
+    Tid { actor: ActorId, tid: u64 },
     /// A fault starts on server `server` (`kill-normal`, `kill-pubsub`,
     /// `sleep-<ms>`, `restart`).
     FaultStart { server: u8, kind: String },

@@ -9,17 +9,25 @@
 //! spin locks on plain names), acquires with and without leases
 //! (re-entrant ones too), releases in any order, leaks, stale leased
 //! guards, force-unlocks, interruptible waits, client restarts, a client
-//! shut down while its threads hand a lock to each other, and, in child
-//! processes, `fork()` with the client in use. The main server is reached
+//! shut down while its threads hand a lock to each other, `Lock::unlock()`
+//! on a lock held only through live guards, long leases (longer than the
+//! liveness bound) on names that share a channel, released early while
+//! another client waits on them after waiting on the channel's other lock,
+//! and, in child processes, `fork()` with the client in use or with the
+//! forked process dropping the last handle of a client it inherited. After
+//! every client shutdown the checker scans Redis at once for holder fields
+//! the client left (`remains.rs`). The main server is reached
 //! through a fault proxy (`tests/support/fault_proxy.rs`) that actors arm
 //! to lose a release's first request or its reply; in half of the
 //! schedules a fault thread also kills connections, stalls and restarts
 //! servers. Every critical section is recorded in one history; afterwards
 //! the oracle (`oracle.rs`) checks mutual exclusion (keyed by the Redis
 //! key a lock lives in), losses, silent losses (a release that says `Ok`
-//! for a lost hold), guards returned after `shutdown()`, fencing tokens,
-//! hold counts, liveness, forks, and the end state in Redis
-//! (`leftovers.rs`).
+//! for a lost hold), guards returned after `shutdown()`, fields a shutdown
+//! left that no live guard accounts for and releases after a shutdown that
+//! say `Ok` (`shutdown_rules.rs`), `Lock::unlock()` taking a guarded hold,
+//! fencing tokens, hold counts, liveness, forks (the parent's pub/sub
+//! connection included), and the end state in Redis (`leftovers.rs`).
 //!
 //! Running it:
 //!
@@ -47,14 +55,16 @@
 //! | `rng.rs` | SplitMix64 and per-actor streams |
 //! | `targets.rs` | lock kinds, names (shared channels, slots, keys), acquire methods, one guard type |
 //! | `ops.rs` | the operation mix |
-//! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, the interrupter |
-//! | `forks.rs` | `fork()` with a client in use (child processes only) |
+//! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, shared-channel wake-ups, `Lock::unlock` on guarded locks, the interrupter |
+//! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
+//! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
 //! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |
 //! | `children.rs`, `wire.rs` | actors in child processes, events over a socket |
 //! | `faults.rs` | the fault thread |
 //! | `history.rs` | events and the stamped history |
 //! | `model.rs` | holds, sessions and valid intervals rebuilt from a history |
 //! | `oracle.rs` | the rules, their excuses, violations |
+//! | `shutdown_rules.rs` | the rules on what a shutdown leaves: fields no hold accounts for, releases that say `Ok` |
 //! | `report.rs` | descriptions, likely causes, excerpts |
 //! | `leftovers.rs` | what Redis must not keep after the run |
 //! | `schedule.rs`, `joins.rs` | one schedule from start to verdict; bounded joins |
@@ -77,9 +87,11 @@ mod leftovers;
 mod model;
 mod ops;
 mod oracle;
+mod remains;
 mod report;
 mod rng;
 mod schedule;
+mod shutdown_rules;
 mod targets;
 mod wire;
 

@@ -234,6 +234,37 @@ pub(crate) struct Model {
     /// Acquires that failed with an error (the hold may exist in Redis
     /// all the same): `(at, actor, client, names)`.
     pub(crate) failed: Vec<(Instant, ActorId, String, Vec<String>)>,
+    /// When each client set's `shutdown()` first returned.
+    pub(crate) gone: HashMap<String, Instant>,
+    /// What the scans after shutdowns found (see `remains.rs`).
+    pub(crate) remains: Vec<Remain>,
+    /// Each actor's library thread number, where it was learned.
+    pub(crate) tids: HashMap<ActorId, u64>,
+    /// Multi-lock and red-lock acquires, from call to return: `(actor,
+    /// client, names, call, return)`. Their parts are separate locks with
+    /// guards of their own while the call runs.
+    pub(crate) composite_calls: Vec<(ActorId, String, Vec<String>, Instant, Instant)>,
+}
+
+/// A lock hash a client set had fields in right after its shutdown.
+#[derive(Debug, Clone)]
+pub(crate) struct Remain {
+    /// The client set's tag.
+    pub(crate) client: String,
+    pub(crate) server: u8,
+    /// Short lock name.
+    pub(crate) name: String,
+    /// The thread numbers of its fields.
+    pub(crate) tids: Vec<u64>,
+    /// When the scan started (`shutdown()` had returned) and found it.
+    pub(crate) scan: Instant,
+    pub(crate) at: Instant,
+}
+
+/// The process part of an actor label or client tag (`p1` of `p1.c0.t2`):
+/// thread numbers are unique within a process only.
+pub(crate) fn process_of(label: &str) -> &str {
+    label.split('.').next().unwrap_or(label)
 }
 
 /// The fields of a `Call` waiting for its `Enter` or `Miss`.
@@ -280,7 +311,12 @@ impl Model {
             misses: HashMap::new(),
             op_targets: HashMap::new(),
             failed: Vec::new(),
+            gone: HashMap::new(),
+            remains: Vec::new(),
+            tids: HashMap::new(),
+            composite_calls: Vec::new(),
         };
+        let mut scans: HashMap<String, Instant> = HashMap::new();
         let mut calls: HashMap<u64, Call> = HashMap::new();
         let mut forces: HashMap<ActorId, (Kind, Vec<String>, Instant)> = HashMap::new();
         let mut probes: HashMap<ActorId, Instant> = HashMap::new();
@@ -330,6 +366,7 @@ impl Model {
                         continue;
                     };
                     m.push_wait(&call, at, "acquired");
+                    m.push_composite(&call, at);
                     let index = m.holds.len();
                     m.holds.push(Hold {
                         id: *hold,
@@ -374,6 +411,7 @@ impl Model {
                             ));
                         }
                         m.push_wait(&call, at, outcome);
+                        m.push_composite(&call, at);
                     }
                 }
                 Event::Exit {
@@ -449,6 +487,26 @@ impl Model {
                     m.downs.entry(client.clone()).or_insert(at);
                 }
                 Event::ClientUp { .. } => {}
+                Event::ClientGone { client } => {
+                    m.gone.entry(client.clone()).or_insert(at);
+                    scans.insert(client.clone(), at);
+                }
+                Event::Remains {
+                    client,
+                    server,
+                    name,
+                    tids,
+                } => m.remains.push(Remain {
+                    client: client.clone(),
+                    server: *server,
+                    name: name.clone(),
+                    tids: tids.split(',').filter_map(|t| t.parse().ok()).collect(),
+                    scan: scans.get(client).copied().unwrap_or(at),
+                    at,
+                }),
+                Event::Tid { actor, tid } => {
+                    m.tids.insert(*actor, *tid);
+                }
                 Event::FaultStart { server, kind } => {
                     faults.insert((*server, kind.clone()), at);
                 }
@@ -490,6 +548,18 @@ impl Model {
         }
         m.derive();
         m
+    }
+
+    fn push_composite(&mut self, call: &Call, end: Instant) {
+        if matches!(call.kind, Kind::Multi | Kind::Red) {
+            self.composite_calls.push((
+                call.actor,
+                call.client.clone(),
+                call.names.clone(),
+                call.at,
+                end,
+            ));
+        }
     }
 
     fn push_wait(&mut self, call: &Call, end: Instant, outcome: &str) {

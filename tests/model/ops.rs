@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::config::LEASE_MS;
+use crate::config::{LEASE_MS, LONG_LEASE_MS};
 use crate::rng::Rng;
 use crate::targets::{Kind, Method, Target};
 
@@ -73,6 +73,32 @@ pub(crate) enum Op {
     /// `fork()` (in child processes only) and, in the forked process, do
     /// `what` with the inherited client; see `forks.rs`.
     Fork { what: ForkUse, target: Target },
+    /// Take `target` (a name that shares a channel) with a lease longer
+    /// than the liveness bound, keep it `hold`, and release it early: a
+    /// waiter of another client must be woken by the release, not by the
+    /// lease's end.
+    LongLease {
+        target: Target,
+        lease: Duration,
+        hold: Duration,
+    },
+    /// A release's wake-up on a channel two locks share: with a client of
+    /// the actor's own (another client, so the release publishes), wait a
+    /// moment on lock `first` (held by the actor), so that the other
+    /// client's channel knows `first`; then take `then` (same channel)
+    /// with a lease of `lease`, let the other client wait on it without a
+    /// bound, and release it after `hold`. The waiter must get it at once,
+    /// not when the lease would have ended (past the liveness bound).
+    SharedChannelWake {
+        first: &'static str,
+        then: &'static str,
+        lease: Duration,
+        hold: Duration,
+    },
+    /// `Lock::unlock()` on the lock of held guard `index`, which the
+    /// thread holds only through live guards (none leaked): it must answer
+    /// `NotHeld` and leave every hold alone.
+    UnlockGuarded { index: usize },
 }
 
 /// What a forked process does with the client it inherited.
@@ -80,7 +106,10 @@ pub(crate) enum Op {
 pub(crate) enum ForkUse {
     /// Acquire and release: every call must fail with `ForkedProcess`.
     Use,
-    /// Drop the inherited guards and a handle of the client.
+    /// Drop every handle it inherited of a client of its own (built for
+    /// the purpose, holding `target`, its pub/sub connection subscribed),
+    /// so that the client's last drop runs in the forked process; the
+    /// parent's pub/sub connection must not notice.
     Drop,
     /// `Client::shutdown()`.
     Shutdown,
@@ -133,6 +162,10 @@ enum Choice {
     Restart,
     ShutdownHandover,
     Fork,
+    LongLease,
+    SharedWait,
+    SharedChannelWake,
+    UnlockGuarded,
 }
 
 /// Draws the next operation; `Fork` only when `may_fork`.
@@ -148,9 +181,22 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
     let watched: Vec<usize> = (0..held.len())
         .filter(|&i| !held[i].leased && held[i].has_guard)
         .collect();
+    // Locks held through live guards only (none leaked on the name).
+    let guarded: Vec<usize> = (0..held.len())
+        .filter(|&i| held[i].has_guard && held[i].target.kind.single())
+        .filter(|&i| {
+            !held
+                .iter()
+                .any(|h| !h.has_guard && h.target.names[0] == held[i].target.names[0])
+        })
+        .collect();
     let table: Vec<(u64, Choice)> = if holding {
         vec![
             (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
+            (
+                if guarded.is_empty() { 0 } else { 20 },
+                Choice::UnlockGuarded,
+            ),
             (330, Choice::Release),
             (if watched.is_empty() { 0 } else { 60 }, Choice::Leak),
             (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),
@@ -159,7 +205,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (80, Choice::Check),
             (15, Choice::Peek),
             (2, Choice::Restart),
-            (if may_fork { 3 } else { 0 }, Choice::Fork),
+            (if may_fork { 4 } else { 0 }, Choice::Fork),
         ]
     } else {
         vec![
@@ -170,7 +216,10 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (30, Choice::Peek),
             (3, Choice::Restart),
             (6, Choice::ShutdownHandover),
-            (if may_fork { 2 } else { 0 }, Choice::Fork),
+            (if may_fork { 6 } else { 0 }, Choice::Fork),
+            (15, Choice::LongLease),
+            (20, Choice::SharedWait),
+            (12, Choice::SharedChannelWake),
         ]
     };
     match rng.weighted(&table) {
@@ -237,8 +286,46 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             }
         }
         Choice::Restart => Op::RestartClient,
+        Choice::UnlockGuarded => Op::UnlockGuarded {
+            index: *rng.pick(&guarded),
+        },
+        Choice::LongLease => Op::LongLease {
+            target: shared_channel_target(rng),
+            lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),
+            hold: rng.millis(20, 400),
+        },
+        Choice::SharedChannelWake => {
+            let (plain, tagged) = *rng.pick(&[("p0", "{p0}"), ("p1", "{p1}")]);
+            let (first, then) = if rng.chance(50) {
+                (plain, tagged)
+            } else {
+                (tagged, plain)
+            };
+            Op::SharedChannelWake {
+                first,
+                then,
+                lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),
+                hold: rng.millis(50, 300),
+            }
+        }
+        // Waiters without a bound on the names that share a channel, so
+        // that a long lease released early finds some.
+        Choice::SharedWait => Op::Acquire {
+            target: shared_channel_target(rng),
+            method: if rng.chance(70) {
+                Method::Lock
+            } else {
+                Method::LockLease(lease(rng))
+            },
+            reentrant: false,
+        },
         Choice::Fork => Op::Fork {
-            what: *rng.pick(&[ForkUse::Use, ForkUse::Drop, ForkUse::Shutdown]),
+            what: *rng.pick(&[
+                ForkUse::Use,
+                ForkUse::Drop,
+                ForkUse::Drop,
+                ForkUse::Shutdown,
+            ]),
             target: match held.first() {
                 Some(h) if rng.chance(60) => h.target.clone(),
                 _ => any_target(rng),
@@ -273,6 +360,28 @@ pub(crate) fn pick_name(rng: &mut Rng, kind: Kind) -> &'static str {
     } else {
         let names = kind.names();
         names[rng.below(names.len() as u64) as usize]
+    }
+}
+
+/// A lock on a name that shares its channel with another (`p0` and
+/// `{p0}`, `p1` and `{p1}`), mostly the tagged one: plain, or fenced on
+/// the names fenced locks use.
+fn shared_channel_target(rng: &mut Rng) -> Target {
+    let (kind, names): (Kind, &[&'static str]) = if rng.chance(25) {
+        (Kind::Fenced, &["{p0}", "p0"])
+    } else {
+        (Kind::Plain, &["{p0}", "{p1}", "p0", "p1"])
+    };
+    // The tagged names are the rarer ones elsewhere: their waiters are
+    // the ones a wake-up for the channel's other lock leaves asleep.
+    let name = if rng.chance(65) {
+        names[0]
+    } else {
+        names[rng.below(names.len() as u64) as usize]
+    };
+    Target {
+        kind,
+        names: vec![name],
     }
 }
 

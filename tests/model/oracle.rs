@@ -11,6 +11,10 @@
 //! | liveness | a waiter never waits more than [`LIVENESS_BOUND`] while the lock is free (counting every TTL a release may have left behind) | faults, force-unlocks; for fair locks also client shutdowns and failed waits (dead queue entries) |
 //! | silent loss | a release that returned `Ok` had no other holder enter its lock while its guard lived (the hold was lost; `unlock()` must say `LockLost`) | its thread taking the lock again before the release |
 //! | guard after shutdown | an acquire never returns a guard clearly after its client's `shutdown()` began (flagged by the actor, see `actors::after_shutdown`) | a stall of the main server around it (a script in flight) |
+//! | left by shutdown | right after a client's `shutdown()` returned, every holder field of it in a lock hash belongs to a thread with a hold that may still be there: a guard alive at the shutdown, a leaked hold, a release with an unknown outcome, a phantom count, an acquire that failed with an error (`shutdown_rules.rs`, `remains.rs`) | a fault on that server around the shutdown |
+//! | release after shutdown | a release (`unlock()`, `Lock::unlock`) sent after its client's `shutdown()` returned does not say `Ok` | none (red locks are left out) |
+//! | unlock of a guarded lock | `Lock::unlock()` by a thread that holds the lock only through live guards answers `NotHeld` and leaves the hold (flagged by the actor, see `actors::UNLOCK_GUARDED`) | none |
+//! | fork | a forked process's calls fail with `ForkedProcess`, it exits cleanly, and dropping every handle of a client it inherited leaves the parent's pub/sub connection alone (no reconnect) | a fault around it (for the reconnect only) |
 //!
 //! Every breach becomes a [`Violation`]; every excused one is counted.
 
@@ -77,7 +81,8 @@ pub(crate) struct Verdict {
 }
 
 impl Verdict {
-    fn excuse(&mut self, reason: impl Into<String>) {
+    /// Counts one breach that `reason` excuses.
+    pub(crate) fn excuse(&mut self, reason: impl Into<String>) {
         *self.excused.entry(reason.into()).or_default() += 1;
     }
 }
@@ -92,6 +97,8 @@ pub(crate) fn judge(m: &Model) -> Verdict {
     loss_noticed(m, &mut v);
     liveness(m, &mut v);
     silent_loss(m, &mut v);
+    crate::shutdown_rules::left_by_shutdown(m, &mut v);
+    crate::shutdown_rules::release_after_shutdown(m, &mut v);
     for (at, actor, text) in &m.flags {
         let (class, rule) = if text.starts_with(crate::actors::AFTER_SHUTDOWN) {
             // A script in flight under a stall may return after the
@@ -105,8 +112,21 @@ pub(crate) fn judge(m: &Model) -> Verdict {
                 continue;
             }
             (Class::Safety, "guard after shutdown")
+        } else if text.starts_with(crate::forks::FORK_PUBSUB) {
+            // Killed connections and restarts reconnect pub/sub too.
+            let faulted = m
+                .faults
+                .iter()
+                .any(|f| f.start < *at && f.tail() + crate::forks::LIMIT > *at);
+            if faulted {
+                v.excuse("fork: a pub/sub reconnect with a fault around it");
+                continue;
+            }
+            (Class::Robustness, "fork")
         } else if text.starts_with(crate::forks::FORK) {
             (Class::Robustness, "fork")
+        } else if text.starts_with(crate::actors::UNLOCK_GUARDED) {
+            (Class::Safety, "unlock of a guarded lock")
         } else {
             (Class::Model, "actor check")
         };

@@ -428,6 +428,14 @@ pub(crate) fn render_event(m: &Model, at: Instant, event: &Event) -> String {
         }
         Event::ClientDown { client } => format!("{client:<10} client shutdown"),
         Event::ClientUp { client, .. } => format!("{client:<10} client built"),
+        Event::ClientGone { client } => format!("{client:<10} shutdown() returned"),
+        Event::Remains {
+            client,
+            server,
+            name,
+            tids,
+        } => format!("{client:<10} left {name} on server{server} with fields of thread(s) {tids}"),
+        Event::Tid { actor, tid } => format!("{:<10} has thread number {tid}", who(actor)),
         Event::FaultStart { server, kind } => {
             format!("{:<10} FAULT {kind} starts", format!("server{server}"))
         }
@@ -457,9 +465,12 @@ pub(crate) fn excerpt(m: &Model, events: &[Stamped], v: &Violation) -> Vec<Strin
             Event::ForceStart { names, .. } => on_focus(names),
             Event::Flag { actor, .. } => v.actors.contains(actor),
             Event::Lost { name, .. } => v.names.iter().any(|n| name.ends_with(&format!(":{n}"))),
+            Event::Remains { name, .. } => on_focus(name),
+            Event::Tid { actor, .. } => v.actors.contains(actor),
             Event::FaultStart { .. }
             | Event::FaultEnd { .. }
             | Event::ClientDown { .. }
+            | Event::ClientGone { .. }
             | Event::Note { .. } => true,
             _ => false,
         }

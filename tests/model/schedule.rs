@@ -282,7 +282,9 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     let summary = format!(
         "schedule {} seed={} mode={}: {} actors, {} ops, {} acquires, {} holds, acquires \
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
-         in this process {}, courtesy pauses {}, {} violation(s); excused: {}",
+         in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
+         thread numbers known {}), long leases {}, forks dropping a client {}, {} violation(s); \
+         excused: {}",
         spec.index,
         spec.seed,
         mode,
@@ -297,6 +299,15 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         proxy_summary,
         direct_handoffs,
         courtesy_pauses,
+        model.gone.len(),
+        model.remains.len(),
+        model.tids.len(),
+        model
+            .holds
+            .iter()
+            .filter(|h| h.lease.is_some_and(|l| l.as_millis() >= u128::from(crate::config::LONG_LEASE_MS.0)))
+            .count(),
+        model.gone.keys().filter(|c| c.contains(".f")).count(),
         violations.len(),
         excused
     );
@@ -331,7 +342,10 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         .collect();
     let leftovers = {
         let prefix = prefix.to_string();
-        let deadline = all_down + LATCH_TTL + WATCHDOG;
+        // A long lease left by a client shut down under it lives longest.
+        let deadline = all_down
+            + LATCH_TTL
+            + WATCHDOG.max(Duration::from_millis(crate::config::LONG_LEASE_MS.1));
         thread::Builder::new()
             .name("model-leftovers".into())
             .spawn(move || {

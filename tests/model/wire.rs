@@ -123,6 +123,20 @@ pub(crate) fn encode(event: &Event) -> String {
         }
         Event::ClientDown { client } => vec!["down".into(), clean(client)],
         Event::ClientUp { client, ids } => vec!["up".into(), clean(client), clean(ids)],
+        Event::ClientGone { client } => vec!["gone".into(), clean(client)],
+        Event::Remains {
+            client,
+            server,
+            name,
+            tids,
+        } => vec![
+            "remains".into(),
+            clean(client),
+            server.to_string(),
+            clean(name),
+            clean(tids),
+        ],
+        Event::Tid { actor, tid } => vec!["tid".into(), actor.to_string(), tid.to_string()],
         Event::FaultStart { server, kind } => {
             vec!["faultstart".into(), server.to_string(), clean(kind)]
         }
@@ -229,6 +243,17 @@ pub(crate) fn decode(line: &str) -> Option<Event> {
         "up" => Event::ClientUp {
             client: f.text()?,
             ids: f.text()?,
+        },
+        "gone" => Event::ClientGone { client: f.text()? },
+        "remains" => Event::Remains {
+            client: f.text()?,
+            server: f.num()?,
+            name: f.text()?,
+            tids: f.text()?,
+        },
+        "tid" => Event::Tid {
+            actor: f.num()?,
+            tid: f.num()?,
         },
         "faultstart" => Event::FaultStart {
             server: f.num()?,
