@@ -11,6 +11,7 @@
 //! its own.
 
 pub(crate) mod backend;
+mod opener;
 pub(crate) mod pool;
 pub(crate) mod resp;
 #[cfg(feature = "sentinel")]
@@ -31,6 +32,7 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+pub(crate) use opener::NOT_RESP;
 use pool::Pool;
 use socket::{Reader, Stream, TlsConnector};
 
