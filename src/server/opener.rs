@@ -20,6 +20,10 @@ use redis::{Connection, ConnectionAddr, ConnectionInfo, ErrorKind, RedisResult};
 /// `Error::is_connection_error` looks for it.
 pub(crate) const NOT_RESP: &str = "does not speak the Redis protocol";
 
+/// How long a peer that answered something else than RESP gets to answer
+/// again, for the error, when the connect timeout is too long to represent.
+const PROBE_WITHOUT_DEADLINE: Duration = Duration::from_secs(5);
+
 /// How many bytes of a reply that is not RESP an error shows.
 const SHOWN: usize = 32;
 
@@ -71,12 +75,13 @@ impl Opener {
     /// connection that took longer fails with an I/O error of kind
     /// `TimedOut` that says so. Its reads and writes have no timeout yet.
     pub(crate) fn open(&self, timeout: Duration) -> RedisResult<Connection> {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long to represent is no timeout at all.
+        let deadline = Instant::now().checked_add(timeout);
         self.set_up(timeout, deadline)
             .map_err(|e| self.explain(e, timeout, deadline))
     }
 
-    fn set_up(&self, timeout: Duration, deadline: Instant) -> RedisResult<Connection> {
+    fn set_up(&self, timeout: Duration, deadline: Option<Instant>) -> RedisResult<Connection> {
         let mut conn = self.client.get_connection_with_timeout(timeout)?;
         let settings = self.info().redis_settings();
         let sent_auth = settings.password().is_some() || settings.protocol().supports_resp3();
@@ -98,7 +103,7 @@ impl Opener {
         &self,
         e: redis::RedisError,
         timeout: Duration,
-        deadline: Instant,
+        deadline: Option<Instant>,
     ) -> redis::RedisError {
         if e.is_timeout() {
             return io::Error::new(
@@ -129,25 +134,24 @@ impl Opener {
     /// own, read until `deadline`: the redis crate keeps no copy of a reply
     /// it could not parse. `None` over TLS or a unix socket, or when nothing
     /// came.
-    fn first_bytes(&self, deadline: Instant) -> Option<Vec<u8>> {
+    fn first_bytes(&self, deadline: Option<Instant>) -> Option<Vec<u8>> {
         let ConnectionAddr::Tcp(host, port) = self.info().addr() else {
             return None;
         };
-        let left = |now: Instant| {
-            deadline
-                .checked_duration_since(now)
-                .filter(|d| !d.is_zero())
-        };
+        // Without a deadline, a peer that answered garbage once gets as
+        // long as the default connect timeout to answer again.
+        let deadline = deadline.or_else(|| Instant::now().checked_add(PROBE_WITHOUT_DEADLINE));
+        let left = || time_left(deadline).ok().flatten();
         let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))
             .ok()?
             .next()?;
-        let mut stream = TcpStream::connect_timeout(&addr, left(Instant::now())?).ok()?;
-        stream.set_write_timeout(left(Instant::now())).ok()?;
+        let mut stream = TcpStream::connect_timeout(&addr, left()?).ok()?;
+        stream.set_write_timeout(Some(left()?)).ok()?;
         stream.write_all(b"*1\r\n$4\r\nPING\r\n").ok()?;
         let mut bytes = Vec::new();
         let mut chunk = [0u8; SHOWN + 1];
         while bytes.len() <= SHOWN {
-            stream.set_read_timeout(Some(left(Instant::now())?)).ok()?;
+            stream.set_read_timeout(Some(left()?)).ok()?;
             match stream.read(&mut chunk) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => bytes.extend_from_slice(&chunk[..n]),
@@ -166,15 +170,28 @@ impl std::fmt::Debug for Opener {
     }
 }
 
+/// What is left before `deadline`: `None` (no limit) without one, a
+/// `TimedOut` error once it has passed.
+pub(crate) fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
+    let Some(deadline) = deadline else {
+        return Ok(None);
+    };
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(Some(left)),
+        _ => Err(io::Error::from(io::ErrorKind::TimedOut)),
+    }
+}
+
 /// Runs one set-up command, its write and its reply bounded by what is left
 /// before `deadline`.
-fn run_before(conn: &mut Connection, cmd: &redis::Cmd, deadline: Instant) -> RedisResult<()> {
-    let left = deadline
-        .checked_duration_since(Instant::now())
-        .filter(|left| !left.is_zero())
-        .ok_or_else(|| io::Error::from(io::ErrorKind::TimedOut))?;
-    conn.set_read_timeout(Some(left))?;
-    conn.set_write_timeout(Some(left))?;
+fn run_before(
+    conn: &mut Connection,
+    cmd: &redis::Cmd,
+    deadline: Option<Instant>,
+) -> RedisResult<()> {
+    let left = time_left(deadline)?;
+    conn.set_read_timeout(left)?;
+    conn.set_write_timeout(left)?;
     cmd.query::<()>(conn)
 }
 
