@@ -1,5 +1,5 @@
 //! The only code that talks to Redis: command connections to one server, a
-//! cluster or a sentinel-managed master ([`pool`], [`backend`],
+//! cluster or a sentinel-managed master ([`pool`], [`backend`], [`opener`],
 //! [`sentinel`]), the pub/sub socket with its TLS and RESP reader
 //! ([`socket`], [`tls`], [`resp`]), the cluster's shape ([`topology`],
 //! [`slot`]), and the facts of the protocol that every kind of lock shares
