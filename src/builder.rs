@@ -134,7 +134,10 @@ impl ClientBuilder {
         self
     }
 
-    /// How long opening a connection may take before it fails.
+    /// How long opening a connection may take before it fails: the TCP
+    /// connect, TLS, and the set-up commands (`AUTH`, `SELECT`, a `PING`)
+    /// together, not each. A timed-out connect reports "connecting to
+    /// host:port timed out after N ms".
     ///
     /// Defaults to 5 seconds. Must not be zero.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {

@@ -160,11 +160,15 @@ impl Error {
     }
 
     /// True when the error comes from the network (refused, dropped, timed
-    /// out) rather than from a bad request: retrying later may succeed.
+    /// out) rather than from a bad request: retrying later may succeed. A
+    /// connection the server refused to set up (a wrong password, a database
+    /// out of range) or a peer that does not speak RESP is not one.
     pub fn is_connection_error(&self) -> bool {
         match self {
             Error::Redis(e) => is_transient(e),
-            Error::Connect { .. } => true,
+            // The server's own refusal (a wrong password, a database out
+            // of range) or a peer that is no Redis server stays so.
+            Error::Connect { source, .. } => is_transient(source) && !is_not_resp(source),
             _ => false,
         }
     }
@@ -173,6 +177,13 @@ impl Error {
 /// Whether a Redis error is worth retrying: the network failed, not the request.
 pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
     e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
+}
+
+/// Whether a connection failed because the peer answered something that is
+/// not RESP. The redis crate hides the I/O error's kind behind its own
+/// type, so the text that `server::opener` wrote tells.
+fn is_not_resp(e: &redis::RedisError) -> bool {
+    e.is_io_error() && e.to_string().contains(crate::server::NOT_RESP)
 }
 
 /// Whether a connection failed because the server refused AUTH.
@@ -215,11 +226,22 @@ impl fmt::Display for Error {
                 "Redis at {url} refused the user name or password; check the credentials \
                  in the URL (and the ACL user, if one is named)"
             ),
-            Error::Connect { url, .. } => write!(
+            Error::Connect { url, source } if source.is_timeout() => write!(
                 f,
-                "cannot connect to Redis at {url}; check that the server runs there and that \
-                 the credentials are right"
+                "Redis at {url} did not answer in time; check that the server runs there and \
+                 is not stalled, or raise the connect timeout"
             ),
+            // Refused or dropped: nobody serves there, or the network broke.
+            Error::Connect { url, source } if is_transient(source) && !is_not_resp(source) => {
+                write!(
+                    f,
+                    "cannot connect to Redis at {url}; check that the server runs there and \
+                     that the credentials are right"
+                )
+            }
+            // The server answered: its own error, or a reply that is not
+            // RESP, is the `source()`.
+            Error::Connect { url, .. } => write!(f, "cannot set up a connection to Redis at {url}"),
             Error::InvalidUrl { url, reason } => {
                 write!(f, "invalid Redis URL {url:?}: {reason}")
             }

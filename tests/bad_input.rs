@@ -307,6 +307,11 @@ fn absurd_settings_are_refused_or_harmless() {
             day,
         ),
         (
+            "connect timeout of Duration::MAX",
+            server.builder().connect_timeout(Duration::MAX),
+            Duration::from_secs(20),
+        ),
+        (
             "response timeout of Duration::MAX",
             server.builder().response_timeout(Duration::MAX),
             Duration::from_secs(20),

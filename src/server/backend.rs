@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 
+use super::opener::Opener;
 #[cfg(feature = "sentinel")]
 use super::sentinel::{Limits, Sentinels};
 use crate::config::{redact_url, Config, Deployment};
@@ -13,7 +14,7 @@ use crate::error::{Error, Result};
 /// A way to open command connections and to find pub/sub endpoints.
 pub(crate) enum Backend {
     /// One server (also TLS, also a replica set's master by URL).
-    Standalone(redis::Client),
+    Standalone(Opener),
     /// A Redis Cluster: commands are routed by their first key.
     #[cfg(feature = "cluster")]
     Cluster {
@@ -34,7 +35,8 @@ pub(crate) enum Backend {
 
 /// One command connection of any backend.
 pub(crate) enum Conn {
-    Single(redis::Connection),
+    /// A connection to one server, and that server's address (for errors).
+    Single(redis::Connection, String),
     // Boxed: a cluster connection is several times the size of a plain one.
     #[cfg(feature = "cluster")]
     Cluster(Box<redis::cluster::ClusterConnection>),
@@ -44,16 +46,26 @@ impl Conn {
     /// The connection as the redis crate's command target.
     pub(crate) fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
-            Conn::Single(c) => c,
+            Conn::Single(c, _) => c,
             #[cfg(feature = "cluster")]
             Conn::Cluster(c) => &mut **c,
+        }
+    }
+
+    /// Who answers on this connection, for errors: `host:port`, or the
+    /// cluster.
+    pub(crate) fn peer(&self) -> &str {
+        match self {
+            Conn::Single(_, peer) => peer,
+            #[cfg(feature = "cluster")]
+            Conn::Cluster(_) => "the cluster",
         }
     }
 
     /// Sets how long one read or write may block.
     pub(crate) fn set_timeouts(&self, timeout: Duration) -> RedisResult<()> {
         match self {
-            Conn::Single(c) => {
+            Conn::Single(c, _) => {
                 c.set_read_timeout(Some(timeout))?;
                 c.set_write_timeout(Some(timeout))
             }
@@ -116,15 +128,13 @@ impl Backend {
         match &config.deployment {
             Deployment::Standalone => {
                 let info = parse(&config.url)?;
-                #[cfg(feature = "tls")]
-                if let Some(certs) = certificates(config) {
-                    return redis::Client::build_with_tls(info, certs)
-                        .map(Backend::Standalone)
-                        .map_err(|e| invalid_url(&config.url, e));
-                }
-                redis::Client::open(info)
-                    .map(Backend::Standalone)
-                    .map_err(|e| invalid_url(&config.url, e))
+                Opener::new(
+                    info,
+                    #[cfg(feature = "tls")]
+                    certificates(config),
+                )
+                .map(Backend::Standalone)
+                .map_err(|e| invalid_url(&config.url, e))
             }
             #[cfg(feature = "cluster")]
             Deployment::Cluster(nodes) => {
@@ -172,19 +182,19 @@ impl Backend {
     ) -> RedisResult<Conn> {
         let _ = deadline; // only a sentinel look-up makes several calls
         let conn = match self {
-            Backend::Standalone(client) => {
-                Conn::Single(client.get_connection_with_timeout(connect_timeout)?)
+            Backend::Standalone(opener) => {
+                Conn::Single(opener.open(connect_timeout)?, opener.address())
             }
             #[cfg(feature = "cluster")]
             Backend::Cluster { client, .. } => Conn::Cluster(Box::new(client.get_connection()?)),
             #[cfg(feature = "sentinel")]
             Backend::Sentinel { sentinels, .. } => {
-                let (_, conn) = sentinels.connect_master(Limits {
+                let (info, conn) = sentinels.connect_master(Limits {
                     connect: connect_timeout,
                     response: response_timeout,
                     deadline,
                 })?;
-                Conn::Single(conn)
+                Conn::Single(conn, info.addr().to_string())
             }
         };
         conn.set_timeouts(response_timeout)?;
@@ -197,7 +207,7 @@ impl Backend {
     pub(crate) fn pubsub_target(&self, attempt: usize) -> RedisResult<ConnectionInfo> {
         let _ = attempt; // only a cluster has several places to try
         match self {
-            Backend::Standalone(client) => Ok(client.get_connection_info().clone()),
+            Backend::Standalone(opener) => Ok(opener.info().clone()),
             #[cfg(feature = "cluster")]
             Backend::Cluster { seeds, .. } => Ok(seeds[attempt % seeds.len()].clone()),
             #[cfg(feature = "sentinel")]
@@ -245,14 +255,12 @@ pub(crate) fn direct_connection(
     info: ConnectionInfo,
     config: &Config,
 ) -> RedisResult<redis::Connection> {
-    #[cfg(feature = "tls")]
-    let client = match certificates(config) {
-        Some(certs) => redis::Client::build_with_tls(info, certs)?,
-        None => redis::Client::open(info)?,
-    };
-    #[cfg(not(feature = "tls"))]
-    let client = redis::Client::open(info)?;
-    let conn = client.get_connection_with_timeout(config.connect_timeout)?;
+    let opener = Opener::new(
+        info,
+        #[cfg(feature = "tls")]
+        certificates(config),
+    )?;
+    let conn = opener.open(config.connect_timeout)?;
     conn.set_read_timeout(Some(config.response_timeout))?;
     conn.set_write_timeout(Some(config.response_timeout))?;
     Ok(conn)

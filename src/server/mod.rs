@@ -1,5 +1,5 @@
 //! The only code that talks to Redis: command connections to one server, a
-//! cluster or a sentinel-managed master ([`pool`], [`backend`],
+//! cluster or a sentinel-managed master ([`pool`], [`backend`], [`opener`],
 //! [`sentinel`]), the pub/sub socket with its TLS and RESP reader
 //! ([`socket`], [`tls`], [`resp`]), the cluster's shape ([`topology`],
 //! [`slot`]), and the facts of the protocol that every kind of lock shares
@@ -11,6 +11,7 @@
 //! its own.
 
 pub(crate) mod backend;
+mod opener;
 pub(crate) mod pool;
 pub(crate) mod resp;
 #[cfg(feature = "sentinel")]
@@ -31,6 +32,7 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+pub(crate) use opener::NOT_RESP;
 use pool::Pool;
 use socket::{Reader, Stream, TlsConnector};
 

@@ -153,10 +153,21 @@ impl Pool {
             },
         };
         let mut conn = self.checkout(left)?;
-        if let Some(left) = left {
-            conn.set_timeouts(self.config.response_timeout.min(left))?;
-        }
-        let result = op(conn.as_dyn());
+        let response_timeout = match left {
+            Some(left) => {
+                let cut = self.config.response_timeout.min(left);
+                conn.set_timeouts(cut)?;
+                cut
+            }
+            None => self.config.response_timeout,
+        };
+        let result = op(conn.as_dyn()).map_err(|e| {
+            if e.is_timeout() {
+                no_reply(conn.peer(), response_timeout)
+            } else {
+                e
+            }
+        });
         match &result {
             Err(e) if is_transient(e) => {
                 // The server probably restarted or the network broke: the
@@ -203,6 +214,20 @@ impl Pool {
     pub(crate) fn close_idle(&self) {
         self.idle.lock().clear();
     }
+}
+
+/// The error of a command whose reply did not come within the response
+/// timeout: the redis crate's own says only "Resource temporarily
+/// unavailable".
+fn no_reply(peer: &str, timeout: Duration) -> redis::RedisError {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "no reply from {peer} within {} ms (response timeout)",
+            timeout.as_millis()
+        ),
+    )
+    .into()
 }
 
 /// The error of an attempt that would start after its deadline: a timeout,

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redis::{Connection, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, Role};
 
+use super::opener::Opener;
+
 /// The connect and response timeouts of one look-up, and the moment by
 /// which it must be over, if any.
 #[derive(Debug, Clone, Copy)]
@@ -162,8 +164,12 @@ impl Sentinels {
     }
 
     fn open(&self, node: &Node, limits: Limits) -> RedisResult<Connection> {
-        redis::Client::open(node.info.clone())?
-            .get_connection_with_timeout(limits.cut(limits.connect)?)
+        Opener::new(
+            node.info.clone(),
+            #[cfg(feature = "tls")]
+            None,
+        )?
+        .open(limits.cut(limits.connect)?)
     }
 
     /// Sends `SENTINEL MASTER <name>` on `conn`, which is kept for the next
@@ -208,8 +214,12 @@ impl Sentinels {
             _ => ConnectionAddr::Tcp(host, port),
         };
         let info = self.master_template.clone().set_addr(addr);
-        let mut conn = redis::Client::open(info.clone())?
-            .get_connection_with_timeout(limits.cut(limits.connect)?)?;
+        let mut conn = Opener::new(
+            info.clone(),
+            #[cfg(feature = "tls")]
+            None,
+        )?
+        .open(limits.cut(limits.connect)?)?;
         let response = limits.cut(limits.response)?;
         conn.set_read_timeout(Some(response))?;
         conn.set_write_timeout(Some(response))?;

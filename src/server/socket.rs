@@ -7,11 +7,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redis::{ConnectionAddr, ConnectionInfo};
 
+use super::opener::time_left;
 use super::resp::{self, Frame};
 #[cfg(feature = "tls")]
 pub(crate) use super::tls::TlsConnector;
@@ -62,9 +63,34 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream
 }
 
 impl Stream {
-    /// Connects to `addr`; the TCP connect and the TLS handshake each get
-    /// `timeout`.
+    /// Connects to `addr`; the TCP connect and the TLS handshake together
+    /// get `timeout`, and a timeout says so, with the address.
     fn connect(addr: &ConnectionAddr, tls: &TlsConnector, timeout: Duration) -> io::Result<Stream> {
+        let started = Instant::now();
+        Stream::connect_within(addr, tls, timeout, started).map_err(|e| {
+            if matches!(
+                e.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            ) {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "connecting to {addr} timed out after {} ms",
+                        timeout.as_millis()
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+
+    fn connect_within(
+        addr: &ConnectionAddr,
+        tls: &TlsConnector,
+        timeout: Duration,
+        started: Instant,
+    ) -> io::Result<Stream> {
         match addr {
             ConnectionAddr::Tcp(host, port) => Ok(Stream::Tcp(connect_tcp(host, *port, timeout)?)),
             #[cfg(feature = "tls")]
@@ -75,7 +101,11 @@ impl Stream {
                 ..
             } => {
                 let tcp = connect_tcp(host, *port, timeout)?;
-                Ok(Stream::Tls(tls.handshake(tcp, host, *insecure, timeout)?))
+                let left = timeout
+                    .checked_sub(started.elapsed())
+                    .filter(|left| !left.is_zero())
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::TimedOut))?;
+                Ok(Stream::Tls(tls.handshake(tcp, host, *insecure, left)?))
             }
             #[cfg(not(feature = "tls"))]
             ConnectionAddr::TcpTls { host, port, .. } => {
@@ -91,10 +121,13 @@ impl Stream {
             ConnectionAddr::Unix(path) => {
                 Ok(Stream::Unix(std::os::unix::net::UnixStream::connect(path)?))
             }
-            other => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("pub/sub over {other:?} is not supported by this build"),
-            )),
+            other => {
+                let _ = started;
+                Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("pub/sub over {other:?} is not supported by this build"),
+                ))
+            }
         }
     }
 
@@ -209,6 +242,9 @@ pub(crate) fn connect(
         stream,
         buf: Vec::with_capacity(4096),
     };
+    // AUTH and PING share one response timeout, as a command connection's
+    // set-up shares one connect timeout.
+    let deadline = Instant::now().checked_add(response_timeout);
     let settings = info.redis_settings();
     if let Some(password) = settings.password() {
         let mut args: Vec<&[u8]> = vec![b"AUTH"];
@@ -221,27 +257,53 @@ pub(crate) fn connect(
             &mut writer,
             &args,
             io::ErrorKind::PermissionDenied,
-        )?;
+            deadline,
+        )
+        .map_err(|e| explain(e, info, response_timeout))?;
     }
     handshake(
         &mut reader,
         &mut writer,
         &[b"PING"],
         io::ErrorKind::ConnectionRefused,
-    )?;
+        deadline,
+    )
+    .map_err(|e| explain(e, info, response_timeout))?;
     reader.stream.set_read_timeout(Some(tick))?;
     Ok((reader, writer))
 }
 
+/// Names the server in a set-up error, and says which timeout ran out: the
+/// handshake's own texts know neither.
+fn explain(e: io::Error, info: &ConnectionInfo, response_timeout: Duration) -> io::Error {
+    let addr = info.addr();
+    match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no reply from {addr} within {} ms (response timeout): {e}",
+                response_timeout.as_millis()
+            ),
+        ),
+        io::ErrorKind::InvalidData => io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the server at {addr} {} ({e})", super::NOT_RESP),
+        ),
+        _ => e,
+    }
+}
+
 /// Sends one command during connection setup and expects a simple-string
-/// reply (`+OK`, `+PONG`) within the read timeout. An error reply becomes an
-/// I/O error of kind `refused`.
+/// reply (`+OK`, `+PONG`) before `deadline` (if any). An error reply becomes an I/O
+/// error of kind `refused`.
 fn handshake(
     reader: &mut Reader,
     writer: &mut Stream,
     args: &[&[u8]],
     refused: io::ErrorKind,
+    deadline: Option<Instant>,
 ) -> io::Result<()> {
+    reader.stream.set_read_timeout(time_left(deadline)?)?;
     writer.write_all(&resp::command(args))?;
     let name = String::from_utf8_lossy(args[0]);
     match reader.next()? {
@@ -254,10 +316,11 @@ fn handshake(
             io::ErrorKind::TimedOut,
             format!("the server did not answer {name} in time"),
         )),
-        Some(other) => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("unexpected reply to {name}: {other:?}"),
-        )),
+        // RESP, just not the reply expected: not `InvalidData`, which
+        // stands for a peer that does not speak RESP at all.
+        Some(other) => Err(io::Error::other(format!(
+            "unexpected reply to {name}: {other:?}"
+        ))),
     }
 }
 

@@ -13,6 +13,7 @@ mod common;
 mod support;
 
 mod channel_garbage;
+mod connect_errors;
 mod holder_killed;
 mod lost_release;
 mod pubsub_killed;

@@ -1,0 +1,220 @@
+//! Opening one command connection: the TCP connect, TLS, and every set-up
+//! command within one connect timeout, with errors that say what happened.
+//!
+//! The redis crate gives each set-up reply the whole time left after the TCP
+//! connect, one after the other: AUTH, SELECT and its two `CLIENT SETINFO`
+//! each waited out the connect timeout on a server that accepts and never
+//! answers (four times the timeout in all). So the crate is told to send at
+//! most AUTH (or HELLO), one reply; the database is selected here, each
+//! reply given only what is left of the same deadline. A connection that
+//! sends nothing else gets a PING, so that every new connection proves that
+//! a Redis server answers before it is used.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use redis::{Connection, ConnectionAddr, ConnectionInfo, ErrorKind, RedisResult};
+
+/// What the error of a peer that answers something else than RESP says;
+/// `Error::is_connection_error` looks for it.
+pub(crate) const NOT_RESP: &str = "does not speak the Redis protocol";
+
+/// How long a peer that answered something else than RESP gets to answer
+/// again, for the error, when the connect timeout is too long to represent.
+const PROBE_WITHOUT_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How many bytes of a reply that is not RESP an error shows.
+const SHOWN: usize = 32;
+
+/// Opens command connections to one server.
+pub(crate) struct Opener {
+    /// The redis crate's client for the server, told to send nothing after
+    /// AUTH / HELLO.
+    client: redis::Client,
+    /// The database to select, from the URL.
+    db: i64,
+}
+
+impl Opener {
+    /// An opener for `info`, trusting `certs` (the client's TLS roots) when
+    /// given. No I/O.
+    pub(crate) fn new(
+        info: ConnectionInfo,
+        #[cfg(feature = "tls")] certs: Option<redis::TlsCertificates>,
+    ) -> RedisResult<Opener> {
+        let db = info.redis_settings().db();
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_db(0)
+            .set_skip_set_lib_name();
+        let info = info.set_redis_settings(settings);
+        #[cfg(feature = "tls")]
+        let client = match certs {
+            Some(certs) => redis::Client::build_with_tls(info, certs)?,
+            None => redis::Client::open(info)?,
+        };
+        #[cfg(not(feature = "tls"))]
+        let client = redis::Client::open(info)?;
+        Ok(Opener { client, db })
+    }
+
+    /// Where and how connections go (the database is not part of it:
+    /// pub/sub ignores it).
+    pub(crate) fn info(&self) -> &ConnectionInfo {
+        self.client.get_connection_info()
+    }
+
+    /// The server's address, `host:port` or the socket's path, for errors.
+    pub(crate) fn address(&self) -> String {
+        self.info().addr().to_string()
+    }
+
+    /// A new connection, set up and answering, within `timeout`: a
+    /// connection that took longer fails with an I/O error of kind
+    /// `TimedOut` that says so. Its reads and writes have no timeout yet.
+    pub(crate) fn open(&self, timeout: Duration) -> RedisResult<Connection> {
+        // A timeout too long to represent is no timeout at all.
+        let deadline = Instant::now().checked_add(timeout);
+        self.set_up(timeout, deadline)
+            .map_err(|e| self.explain(e, timeout, deadline))
+    }
+
+    fn set_up(&self, timeout: Duration, deadline: Option<Instant>) -> RedisResult<Connection> {
+        let mut conn = self.client.get_connection_with_timeout(timeout)?;
+        let settings = self.info().redis_settings();
+        let sent_auth = settings.password().is_some() || settings.protocol().supports_resp3();
+        if self.db != 0 {
+            run_before(&mut conn, redis::cmd("SELECT").arg(self.db), deadline)?;
+        } else if !sent_auth {
+            run_before(&mut conn, &redis::cmd("PING"), deadline)?;
+        }
+        conn.set_read_timeout(None)?;
+        conn.set_write_timeout(None)?;
+        Ok(conn)
+    }
+
+    /// Says what a failed set-up means: a timeout names the address and the
+    /// timeout, a reply that is not RESP says that the server does not
+    /// speak it. Other errors (refused, wrong password, the server's own
+    /// error) are left as they are.
+    fn explain(
+        &self,
+        e: redis::RedisError,
+        timeout: Duration,
+        deadline: Option<Instant>,
+    ) -> redis::RedisError {
+        if e.is_timeout() {
+            return io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "connecting to {} timed out after {} ms",
+                    self.address(),
+                    timeout.as_millis()
+                ),
+            )
+            .into();
+        }
+        if e.kind() != ErrorKind::Parse {
+            return e;
+        }
+        let answered = match self.first_bytes(deadline) {
+            Some(bytes) if !bytes.is_empty() => format!("it answered {}", shown(&bytes)),
+            _ => format!("its reply could not be read: {e}"),
+        };
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the server at {} {NOT_RESP} ({answered})", self.address()),
+        )
+        .into()
+    }
+
+    /// What a plain TCP server answers to a PING on a connection of its
+    /// own, read until `deadline`: the redis crate keeps no copy of a reply
+    /// it could not parse. `None` over TLS or a unix socket, or when nothing
+    /// came.
+    fn first_bytes(&self, deadline: Option<Instant>) -> Option<Vec<u8>> {
+        let ConnectionAddr::Tcp(host, port) = self.info().addr() else {
+            return None;
+        };
+        // Without a deadline, a peer that answered garbage once gets as
+        // long as the default connect timeout to answer again.
+        let deadline = deadline.or_else(|| Instant::now().checked_add(PROBE_WITHOUT_DEADLINE));
+        let left = || time_left(deadline).ok().flatten();
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), *port))
+            .ok()?
+            .next()?;
+        let mut stream = TcpStream::connect_timeout(&addr, left()?).ok()?;
+        stream.set_write_timeout(Some(left()?)).ok()?;
+        stream.write_all(b"*1\r\n$4\r\nPING\r\n").ok()?;
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; SHOWN + 1];
+        while bytes.len() <= SHOWN {
+            stream.set_read_timeout(Some(left()?)).ok()?;
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            }
+        }
+        Some(bytes)
+    }
+}
+
+impl std::fmt::Debug for Opener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opener")
+            .field("address", &self.address())
+            .field("db", &self.db)
+            .finish()
+    }
+}
+
+/// What is left before `deadline`: `None` (no limit) without one, a
+/// `TimedOut` error once it has passed.
+pub(crate) fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
+    let Some(deadline) = deadline else {
+        return Ok(None);
+    };
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(left) if !left.is_zero() => Ok(Some(left)),
+        _ => Err(io::Error::from(io::ErrorKind::TimedOut)),
+    }
+}
+
+/// Runs one set-up command, its write and its reply bounded by what is left
+/// before `deadline`.
+fn run_before(
+    conn: &mut Connection,
+    cmd: &redis::Cmd,
+    deadline: Option<Instant>,
+) -> RedisResult<()> {
+    let left = time_left(deadline)?;
+    conn.set_read_timeout(left)?;
+    conn.set_write_timeout(left)?;
+    cmd.query::<()>(conn)
+}
+
+/// The first [`SHOWN`] bytes of `bytes`, quoted and escaped, with an
+/// ellipsis when cut.
+fn shown(bytes: &[u8]) -> String {
+    let cut = &bytes[..bytes.len().min(SHOWN)];
+    let text = String::from_utf8_lossy(cut);
+    let more = if bytes.len() > SHOWN { "…" } else { "" };
+    format!("\"{}{more}\"", text.escape_debug())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_shown_short_and_escaped() {
+        assert_eq!(shown(b"HTTP/1.1 400\r\n"), r#""HTTP/1.1 400\r\n""#);
+        let long = [b'a'; SHOWN + 5];
+        let text = shown(&long);
+        assert!(text.ends_with("…\""), "{text}");
+        assert_eq!(text.chars().filter(|c| *c == 'a').count(), SHOWN);
+        assert_eq!(shown(&[0x1b, b'"']), r#""\u{1b}\"""#);
+    }
+}
