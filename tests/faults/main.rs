@@ -9,12 +9,16 @@ mod bounded;
 #[path = "../support/child.rs"]
 mod child;
 mod common;
+#[allow(dead_code)]
+#[path = "../support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "../support/mod.rs"]
 mod support;
 
 mod channel_garbage;
 mod holder_killed;
 mod lost_release;
+mod outage;
 mod pubsub_killed;
 mod server_restart;
 mod server_stall;
