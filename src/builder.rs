@@ -194,6 +194,29 @@ impl ClientBuilder {
         self
     }
 
+    /// How long a call that waits for a lock (`lock()`, `try_lock_for`,
+    /// `lock_interruptibly`) keeps trying while Redis is unreachable: the
+    /// connection is refused, dropped or times out, or the server is
+    /// loading its data or failing over. Such a call sleeps a backoff (100
+    /// ms doubling to 1 s, with jitter), checks that Redis answers, and
+    /// tries the lock again, so a restart or a failover costs the waiter
+    /// time, not an error. Once Redis has been unreachable for this long
+    /// (counted from the first attempt that failed, and again from zero
+    /// after any attempt that reached it), the call fails with
+    /// [`Error::Unreachable`], which says for how long. Its own wait time
+    /// ends it first when shorter (with the same error: the lock's state
+    /// is unknown). `None` waits as long as the call would: forever for
+    /// `lock()`. `Some(Duration::ZERO)` gives up at the first failed
+    /// attempt. Calls that do not wait (`try_lock`, `is_locked`, releases)
+    /// are not affected: they fail within the bound of
+    /// [`retry_attempts`](Self::retry_attempts).
+    ///
+    /// Defaults to 60 seconds.
+    pub fn outage_tolerance(mut self, tolerance: Option<Duration>) -> Self {
+        self.config.outage_tolerance = tolerance;
+        self
+    }
+
     /// A function called once for each lock this client finds lost while it
     /// was held (it expired or was deleted under us), with the lock's name.
     ///

@@ -155,7 +155,10 @@ fn a_waiting_fenced_and_spin_lock_ride_out_a_restart() {
         |c| c.fenced_lock("outage-fenced"),
         |c| c.fenced_lock("outage-fenced"),
     );
-    waiter_rides_out_a_restart(|c| c.spin_lock("outage-spin"), |c| c.spin_lock("outage-spin"));
+    waiter_rides_out_a_restart(
+        |c| c.spin_lock("outage-spin"),
+        |c| c.spin_lock("outage-spin"),
+    );
 }
 
 /// `lock()` called while the server is down: it waits, and gets the lock
@@ -208,7 +211,10 @@ fn try_lock_for_spanning_an_outage_gets_the_lock() {
         Ok(None) => panic!("try_lock_for gave up after {took:?} on a lock free after the restart"),
         Err(e) => panic!("try_lock_for spanning an outage: {}", e.report()),
     }
-    assert!(took < Duration::from_secs(10), "took its whole wait: {took:?}");
+    assert!(
+        took < Duration::from_secs(10),
+        "took its whole wait: {took:?}"
+    );
 }
 
 /// `try_lock_for(1 s)` with the server down the whole time: it waits its
@@ -225,12 +231,14 @@ fn try_lock_for_fails_at_its_deadline_while_the_server_is_down() {
     let result = lock.try_lock_for(wait).map(|g| g.is_some());
     let took = started.elapsed();
     match result {
-        Err(ref e @ Error::Unreachable {
-            ref lock,
-            unreachable_for,
-            exceeded_tolerance: None,
-            ..
-        }) => {
+        Err(
+            ref e @ Error::Unreachable {
+                ref lock,
+                unreachable_for,
+                exceeded_tolerance: None,
+                ..
+            },
+        ) => {
             assert_eq!(lock, "outage-deadline");
             assert!(e.is_connection_error(), "{e:?}");
             assert!(
@@ -266,11 +274,13 @@ fn lock_gives_up_after_the_outage_tolerance() {
     let result = lock.lock().map(drop);
     let took = started.elapsed();
     match result {
-        Err(ref e @ Error::Unreachable {
-            unreachable_for,
-            exceeded_tolerance: Some(exceeded),
-            ..
-        }) => {
+        Err(
+            ref e @ Error::Unreachable {
+                unreachable_for,
+                exceeded_tolerance: Some(exceeded),
+                ..
+            },
+        ) => {
             assert_eq!(exceeded, tolerance);
             assert!(unreachable_for >= tolerance, "{unreachable_for:?}");
             assert!(unreachable_for <= took, "{unreachable_for:?} > {took:?}");
@@ -278,7 +288,11 @@ fn lock_gives_up_after_the_outage_tolerance() {
             let secs = format!("{:.1} s", unreachable_for.as_secs_f64());
             assert!(text.contains(&secs), "the length {secs} is not in: {text}");
             assert!(text.contains("outage_tolerance"), "{text}");
-            assert!(e.report().to_lowercase().contains("refused"), "{}", e.report());
+            assert!(
+                e.report().to_lowercase().contains("refused"),
+                "{}",
+                e.report()
+            );
         }
         other => panic!("lock() past the outage tolerance: {other:?}"),
     }
@@ -370,7 +384,10 @@ fn lost_reply_is_retried_once_and_not_counted_twice<K: LockKind>(
     let guard = lock
         .lock()
         .unwrap_or_else(|e| panic!("{name}: lock() after a lost reply: {}", e.report()));
-    assert!(armed.wait_fired(Duration::ZERO), "{name}: no reply was lost");
+    assert!(
+        armed.wait_fired(Duration::ZERO),
+        "{name}: no reply was lost"
+    );
     assert_eq!(lock.hold_count().expect("hold_count"), 1, "{name}");
     guard.unlock().expect("unlock");
     assert!(!server.exists(&name), "{name}: a hold left behind");
@@ -380,7 +397,9 @@ fn lost_reply_is_retried_once_and_not_counted_twice<K: LockKind>(
 fn a_lost_acquire_reply_is_retried_and_counted_once() {
     lost_reply_is_retried_once_and_not_counted_twice(|c| c.lock("outage-lost-plain"));
     lost_reply_is_retried_once_and_not_counted_twice(|c| c.fair_lock("outage-lost-fair"));
-    lost_reply_is_retried_once_and_not_counted_twice(|c| c.read_write_lock("outage-lost-rw").read());
+    lost_reply_is_retried_once_and_not_counted_twice(|c| {
+        c.read_write_lock("outage-lost-rw").read()
+    });
     lost_reply_is_retried_once_and_not_counted_twice(|c| {
         c.read_write_lock("outage-lost-rw").write()
     });
