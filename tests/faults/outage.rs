@@ -51,15 +51,16 @@ fn builder(server: &RedisServer) -> redhold::ClientBuilder {
         .retry_delay(RETRY_DELAY)
 }
 
-/// Stops `server` for [`OUTAGE`] on a thread of its own; returns when it
-/// is down, and the thread (joined for the server back) says when it came
-/// back.
+/// Stops `server` for `down_for` and starts it again on a thread of its
+/// own; returns when it is down. The thread, joined, gives the server back
+/// and the moment its restart began (no guard can come before it).
 fn outage(mut server: RedisServer, down_for: Duration) -> bounded::Bounded<(RedisServer, Instant)> {
     server.stop();
     bounded::spawn("outage", move || {
         thread::sleep(down_for);
+        let restarting = Instant::now();
         server.start_again();
-        (server, Instant::now())
+        (server, restarting)
     })
 }
 
@@ -104,7 +105,10 @@ fn waiter_rides_out_a_restart<H: LockKind, K: LockKind>(
             e.report()
         )
     });
-    assert!(got >= back, "{name}: a guard before the server was back");
+    assert!(
+        got >= back,
+        "{name}: a guard before the server was started again"
+    );
     assert!(held_now, "{name}: the waiter's guard is not held");
     assert_eq!(
         count.expect("hold_count"),
@@ -179,7 +183,7 @@ fn lock_called_while_the_server_is_down_waits_for_it() {
         Ok(unlocked) => unlocked.expect("unlock after the outage"),
         Err(e) => panic!("lock() called while the server was down: {}", e.report()),
     }
-    assert!(got >= back, "a guard before the server was back");
+    assert!(got >= back, "a guard before the server was started again");
     assert!(!server.exists("outage-called-down"));
 }
 

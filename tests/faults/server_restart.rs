@@ -119,8 +119,8 @@ fn waiters_ride_out_a_restart_and_other_calls_fail_in_time() {
     for waiter in &waiters {
         waiter.assert_running_for(Duration::from_millis(10));
     }
-    server.start_again();
     let back = Instant::now();
+    server.start_again();
 
     // Both waiters get the lock, one after the other, with no error.
     let mut sections = Vec::new();
