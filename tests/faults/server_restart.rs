@@ -72,13 +72,12 @@ fn waiters_ride_out_a_restart_and_other_calls_fail_in_time() {
         .map(|i| {
             let lock = lock.clone();
             bounded::spawn(&format!("waiter {i}"), move || {
-                let result = lock.lock().map(|guard| {
+                lock.lock().map(|guard| {
                     let got = Instant::now();
                     thread::sleep(Duration::from_millis(200));
                     let releasing = Instant::now();
                     (got, releasing, guard.unlock())
-                });
-                result
+                })
             })
         })
         .collect();
