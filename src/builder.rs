@@ -155,8 +155,10 @@ impl ClientBuilder {
     /// (connection refused or dropped, timeout). Releases stay exactly-once
     /// across retries; see `docs/wire-format.md`.
     ///
-    /// Together with the timeouts this bounds every call when Redis is down
-    /// or stalled: one command fails within
+    /// Together with the timeouts this bounds every call that does not wait
+    /// (and each attempt of one that does, which waits an outage out: see
+    /// [`outage_tolerance`](Self::outage_tolerance)) when Redis is down or
+    /// stalled: one command fails within
     /// `(retry_attempts + 1) × (connect_timeout + response_timeout) + retry_attempts × retry_delay`
     /// (see `docs/reliability.md`).
     ///
