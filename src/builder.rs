@@ -158,8 +158,10 @@ impl ClientBuilder {
     /// (connection refused or dropped, timeout). Releases stay exactly-once
     /// across retries; see `docs/wire-format.md`.
     ///
-    /// Together with the timeouts this bounds every call when Redis is down
-    /// or stalled: one command fails within
+    /// Together with the timeouts this bounds every call that does not wait
+    /// (and each attempt of one that does, which waits an outage out: see
+    /// [`outage_tolerance`](Self::outage_tolerance)) when Redis is down or
+    /// stalled: one command fails within
     /// `(retry_attempts + 1) × (connect_timeout + response_timeout) + retry_attempts × retry_delay`
     /// (see `docs/reliability.md`).
     ///
@@ -194,6 +196,29 @@ impl ClientBuilder {
     /// Defaults to 5 minutes, as in Redisson. Must not be zero.
     pub fn fair_wait_timeout(mut self, timeout: Duration) -> Self {
         self.config.fair_wait_timeout = timeout;
+        self
+    }
+
+    /// How long a call that waits for a lock (`lock()`, `try_lock_for`,
+    /// `lock_interruptibly`) keeps trying while Redis is unreachable: the
+    /// connection is refused, dropped or times out, or the server is
+    /// loading its data or failing over. Such a call sleeps a backoff (100
+    /// ms doubling to 1 s, with jitter), checks that Redis answers, and
+    /// tries the lock again, so a restart or a failover costs the waiter
+    /// time, not an error. Once Redis has been unreachable for this long
+    /// (counted from the first attempt that failed, and again from zero
+    /// after any attempt that reached it), the call fails with
+    /// [`Error::Unreachable`], which says for how long. Its own wait time
+    /// ends it first when shorter (with the same error: the lock's state
+    /// is unknown). `None` waits as long as the call would: forever for
+    /// `lock()`. `Some(Duration::ZERO)` gives up at the first failed
+    /// attempt. Calls that do not wait (`try_lock`, `is_locked`, releases)
+    /// are not affected: they fail within the bound of
+    /// [`retry_attempts`](Self::retry_attempts).
+    ///
+    /// Defaults to 60 seconds.
+    pub fn outage_tolerance(mut self, tolerance: Option<Duration>) -> Self {
+        self.config.outage_tolerance = tolerance;
         self
     }
 

@@ -44,6 +44,9 @@ pub(crate) struct Config {
     pub(crate) max_idle_connections: usize,
     pub(crate) subscription_linger: Duration,
     pub(crate) fair_wait_timeout: Duration,
+    /// How long a waiting acquire keeps trying while Redis is unreachable;
+    /// `None`: as long as its own wait.
+    pub(crate) outage_tolerance: Option<Duration>,
     pub(crate) on_lock_lost: Option<LostCallback>,
 }
 
@@ -63,6 +66,7 @@ impl Default for Config {
             max_idle_connections: 16,
             subscription_linger: Duration::from_secs(10),
             fair_wait_timeout: Duration::from_secs(300),
+            outage_tolerance: Some(Duration::from_secs(60)),
             on_lock_lost: None,
         }
     }
@@ -84,6 +88,7 @@ impl fmt::Debug for Config {
             .field("max_idle_connections", &self.max_idle_connections)
             .field("subscription_linger", &self.subscription_linger)
             .field("fair_wait_timeout", &self.fair_wait_timeout)
+            .field("outage_tolerance", &self.outage_tolerance)
             .field("on_lock_lost", &self.on_lock_lost.is_some())
             .finish()
     }

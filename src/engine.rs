@@ -6,6 +6,7 @@
 //! The engine knows locks only as a name and a kind ([`LockRef`]); the
 //! handles and guards of the public API stand on it.
 
+mod outage;
 mod release;
 mod wait;
 

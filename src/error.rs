@@ -108,6 +108,25 @@ pub enum Error {
         /// What it holds, and what it should hold.
         found: String,
     },
+    /// A call that waits for a lock gave up while Redis was unreachable
+    /// (refused, dropped or timed-out connections, or a server loading its
+    /// data or failing over): after the client's
+    /// [outage tolerance](crate::ClientBuilder::outage_tolerance), or at
+    /// the call's own deadline. Whether the lock was free meanwhile is
+    /// unknown, hence an error rather than `Ok(None)`. The call holds no
+    /// hold of it.
+    Unreachable {
+        /// The lock name.
+        lock: String,
+        /// How long Redis had been unreachable for this call when it gave
+        /// up, from the start of the first attempt that failed.
+        unreachable_for: std::time::Duration,
+        /// The outage tolerance that ran out; `None` when the call's own
+        /// wait time ran out first.
+        exceeded_tolerance: Option<std::time::Duration>,
+        /// The last error of the connection or the server.
+        source: redis::RedisError,
+    },
     /// The client was built in another process and this one is a `fork()`
     /// of it: its holder ids belong to the parent, so using it here would
     /// share the parent's holds. Nothing was sent to Redis.
@@ -154,7 +173,9 @@ impl Error {
     /// unreachable and the call may succeed later.
     pub fn is_timeout(&self) -> bool {
         match self {
-            Error::Redis(e) | Error::Connect { source: e, .. } => e.is_timeout(),
+            Error::Redis(e)
+            | Error::Connect { source: e, .. }
+            | Error::Unreachable { source: e, .. } => e.is_timeout(),
             _ => false,
         }
     }
@@ -169,8 +190,38 @@ impl Error {
             // The server's own refusal (a wrong password, a database out
             // of range) or a peer that is no Redis server stays so.
             Error::Connect { source, .. } => is_transient(source) && !is_not_resp(source),
+            Error::Unreachable { .. } => true,
             _ => false,
         }
+    }
+}
+
+/// The Redis error behind `e` when `e` says that Redis cannot serve for
+/// now, which a waiting call rides out: the network failed (refused,
+/// dropped, timed out), or the server is loading its data, failing over or
+/// cannot take writes yet (`LOADING`, `TRYAGAIN`, `CLUSTERDOWN`,
+/// `MASTERDOWN`, `READONLY`: none ran the script). Any other error (a
+/// script error, `NOPERM`, `WrongKind`, refused credentials, a peer that
+/// does not speak RESP) is given back as it is.
+pub(crate) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, Error> {
+    use redis::{ErrorKind, ServerErrorKind};
+    match e {
+        Error::Redis(cause) | Error::Connect { source: cause, .. }
+            if (is_transient(&cause) && !is_not_resp(&cause))
+                || matches!(
+                    cause.kind(),
+                    ErrorKind::Server(
+                        ServerErrorKind::BusyLoading
+                            | ServerErrorKind::TryAgain
+                            | ServerErrorKind::ClusterDown
+                            | ServerErrorKind::MasterDown
+                            | ServerErrorKind::ReadOnly
+                    )
+                ) =>
+        {
+            Ok(cause)
+        }
+        e => Err(e),
     }
 }
 
@@ -299,6 +350,31 @@ impl fmt::Display for Error {
                 "lock {lock:?}: key {key:?} holds {found}, which no lock client writes; \
                  something else changed it: delete the key or use another lock name"
             ),
+            Error::Unreachable {
+                lock,
+                unreachable_for,
+                exceeded_tolerance: Some(tolerance),
+                ..
+            } => write!(
+                f,
+                "Redis was unreachable for {:.1} s while this thread waited for lock {lock:?}, \
+                 longer than the client's outage tolerance ({:.1} s), so the wait gave up: \
+                 check that the server is up, or raise ClientBuilder::outage_tolerance",
+                unreachable_for.as_secs_f64(),
+                tolerance.as_secs_f64()
+            ),
+            Error::Unreachable {
+                lock,
+                unreachable_for,
+                exceeded_tolerance: None,
+                ..
+            } => write!(
+                f,
+                "the wait for lock {lock:?} ran out while Redis was unreachable (for the last \
+                 {:.1} s), so whether the lock was free is unknown: check that the server is up, \
+                 or wait longer",
+                unreachable_for.as_secs_f64()
+            ),
             Error::ForkedProcess { parent, child } => write!(
                 f,
                 "this redhold client was built in process {parent} and cannot be used in its \
@@ -312,7 +388,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Redis(e) | Error::Connect { source: e, .. } => Some(e),
+            Error::Redis(e)
+            | Error::Connect { source: e, .. }
+            | Error::Unreachable { source: e, .. } => Some(e),
             Error::Spawn { source, .. } => Some(source),
             _ => None,
         }

@@ -112,10 +112,15 @@ impl<K: LockKind> Lock<K> {
     /// until the guard is dropped, so it never expires while this process
     /// runs.
     ///
+    /// While Redis is unreachable (a restart, a failover) it keeps trying,
+    /// with backoff, and takes the lock once Redis is back.
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::Shutdown`], or [`Error::Redis`] when
-    /// Redis cannot be reached within the retries.
+    /// [`Error::InvalidName`], [`Error::Shutdown`],
+    /// [`Error::Unreachable`] once Redis has been unreachable for the
+    /// client's [outage tolerance](crate::ClientBuilder::outage_tolerance),
+    /// or [`Error::Redis`] when Redis refuses the request itself.
     pub fn lock(&self) -> Result<LockGuard<K>> {
         self.acquire_or_wait(None, None, None)
     }
@@ -161,17 +166,21 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// As [`lock`](Self::lock).
+    /// [`Error::InvalidName`], [`Error::Shutdown`], or [`Error::Redis`]
+    /// when Redis cannot be reached within the retries (no outage is
+    /// waited out).
     pub fn try_lock(&self) -> Result<Option<LockGuard<K>>> {
         self.acquire(None, Some(Duration::ZERO), None)
     }
 
     /// Waits at most `wait` for the lock; `Ok(None)` when it was not free
-    /// in time.
+    /// in time. An outage is waited out, like [`lock`](Self::lock)'s.
     ///
     /// # Errors
     ///
-    /// As [`lock`](Self::lock).
+    /// As [`lock`](Self::lock); also [`Error::Unreachable`] when `wait`
+    /// runs out while Redis is unreachable (whether the lock was free is
+    /// then unknown).
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard<K>>> {
         self.acquire(None, Some(wait), None)
     }

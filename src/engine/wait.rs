@@ -1,13 +1,15 @@
 //! The contended path of an acquire: subscribe to the lock's channel, try
 //! again, park until a release is announced or the lock's TTL runs out, and
 //! repeat. A waiter never sleeps longer than the TTL, so a lost message
-//! costs time, never safety.
+//! costs time, never safety. While Redis is unreachable it sleeps a
+//! backoff instead and tries again (see [`Outage`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::outage::Outage;
 use super::{Call, HANDOFF_GRACE};
-use crate::error::{Error, Result};
+use crate::error::{outage_cause, Error, Result};
 use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
@@ -19,6 +21,10 @@ use crate::stats::Counters;
 /// courtesy still holds.
 const COURTESY_SLICE: Duration = Duration::from_micros(500);
 
+/// The longest a waiter without a subscription (the spin lock) sleeps
+/// before it looks whether the client was shut down: no release wakes it.
+const SHUTDOWN_SLICE: Duration = Duration::from_millis(50);
+
 /// How an acquire call ends: the hold and its grant, `None` when the wait
 /// ran out, or an error.
 type Acquired<G> = Result<Option<(Hold, G)>>;
@@ -28,7 +34,9 @@ impl<K: KindOps> Call<'_, K> {
     /// this thread queues behind it instead of racing it: threads of one
     /// client take turns), then the contended path. A thread that holds the
     /// lock already (a re-entry, maybe of a lock just handed to it) never
-    /// stands back: no hand-over would ever come to it.
+    /// stands back: no hand-over would ever come to it. A first attempt
+    /// that finds Redis unreachable begins an outage the contended path
+    /// waits out.
     pub(super) fn acquire_waiting(
         &self,
         wait: Option<Duration>,
@@ -40,13 +48,67 @@ impl<K: KindOps> Call<'_, K> {
             .shared_channel()
             .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel, self.lock.name))
             && !self.holds_already();
+        let mut outage = None;
         if !stand_back {
             let started = Instant::now();
-            if let Attempt::Acquired { grant, holds } = self.try_acquire(true)? {
-                return Ok(Some(self.hold(started, grant, holds)));
+            match self.try_acquire(true) {
+                Ok(Attempt::Acquired { grant, holds }) => {
+                    return Ok(Some(self.hold(started, grant, holds)))
+                }
+                Ok(Attempt::Busy(_)) => {}
+                Err(e) => {
+                    let began = Outage::began(started, outage_cause(e)?);
+                    let tolerance = self.outage_tolerance();
+                    if began.exceeds(tolerance) {
+                        return Err(began.give_up(self.lock.name, tolerance));
+                    }
+                    outage = Some(began);
+                }
             }
         }
-        self.acquire_slow(wait, interrupt, stand_back)
+        self.acquire_slow(wait, interrupt, stand_back, outage)
+    }
+
+    /// How long this client's waiters keep trying while Redis is
+    /// unreachable.
+    fn outage_tolerance(&self) -> Option<Duration> {
+        self.engine.server.config().outage_tolerance
+    }
+
+    /// Whether Redis answers a cheap read on the lock's key (routed like
+    /// the lock's scripts): looked at before an attempt during an outage,
+    /// so that a stalled server queues reads, not acquires that would run
+    /// late, each one more hold of ours to give back. `Err` only when
+    /// Redis is still unreachable; any other failure is left to the
+    /// attempt itself.
+    fn answers(&self) -> std::result::Result<(), redis::RedisError> {
+        let probe = self.engine.server.run(|conn| {
+            redis::cmd("EXISTS")
+                .arg(&**self.lock.name)
+                .query::<i64>(conn)
+        });
+        match probe.map_err(outage_cause) {
+            Ok(_) | Err(Err(_)) => Ok(()),
+            Err(Ok(cause)) => Err(cause),
+        }
+    }
+
+    /// Sleeps `pause` without a subscription to wake it: ends early on
+    /// `interrupt`, or when the client shuts down (the next attempt then
+    /// fails with [`Error::Shutdown`]).
+    fn sleep(&self, pause: Duration, interrupt: Option<&Interrupt>) -> Wake {
+        let until = Instant::now().checked_add(pause);
+        loop {
+            let left = until.map_or(SHUTDOWN_SLICE, |until| {
+                until.saturating_duration_since(Instant::now())
+            });
+            if left.is_zero() || self.engine.server.is_closed() {
+                return Wake::TimedOut;
+            }
+            if interrupt::sleep(left.min(SHUTDOWN_SLICE), interrupt) {
+                return Wake::Interrupted;
+            }
+        }
     }
 
     /// Whether the calling thread holds the lock now, as far as this client
@@ -71,12 +133,17 @@ impl<K: KindOps> Call<'_, K> {
     /// lock's TTL runs out, and repeat. A kind without pub/sub (the spin
     /// lock) backs off instead of subscribing. With `stand_back` the thread
     /// parks behind the local waiters first (at most [`HANDOFF_GRACE`]).
+    /// During an `outage` (one may have begun with the first attempt) it
+    /// sleeps a backoff instead, looks whether Redis answers, and tries
+    /// again; it gives up with [`Error::Unreachable`] at its deadline or
+    /// after the outage tolerance.
     #[cold]
     fn acquire_slow(
         &self,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
         stand_back: bool,
+        mut outage: Option<Outage>,
     ) -> Result<Option<(Hold, K::Grant)>> {
         let engine = self.engine;
         // A wait too long to represent is no wait limit at all.
@@ -97,6 +164,9 @@ impl<K: KindOps> Call<'_, K> {
                 Handover::Token { token_key } => Some(Arc::from(token_key)),
             },
         });
+        let tolerance = self.outage_tolerance();
+        // The first attempt failed: sleep a backoff before the next one.
+        let mut pause_first = outage.is_some();
         let mut failures = 0u32;
         // Whether a release reserved this waiter and left the hand-over
         // unconfirmed: the lock may be ours in Redis already.
@@ -155,53 +225,85 @@ impl<K: KindOps> Call<'_, K> {
                 }
                 return Err(self.interrupted());
             }
-            let started = Instant::now();
-            let attempt = self.try_acquire(true);
-            if attempt.is_err() {
-                pass_on(handed_wake_up);
-            }
-            match &attempt {
-                // No attempt can re-enter it now: clear the hand-over's
-                // trace, if there is one, so shutdown leaves none behind.
-                Err(Error::Shutdown) if maybe_handed => self.give_back_trace(),
-                // The attempt ran: it re-entered a lock handed over, or
-                // found that no hand-over happened.
-                Ok(_) => maybe_handed = false,
-                Err(_) => {}
-            }
-            if let (true, Some(subscription)) = (handed_wake_up, &subscription) {
-                // The woken waiter has had its turn: newcomers may try.
-                subscription.handoff_done();
-                if courtesy.is_some() {
-                    subscription.courtesy_ended(matches!(attempt, Ok(Attempt::Busy(_))));
+            // How long the lock's TTL lets this waiter park; `None` while
+            // Redis is unreachable (it sleeps the outage's backoff).
+            let ttl_park = if std::mem::take(&mut pause_first) {
+                None
+            } else {
+                let started = Instant::now();
+                let attempt = match outage.as_ref().map(|_| self.answers()) {
+                    // Still unreachable: no acquire sent.
+                    Some(Err(cause)) => Err(Error::Redis(cause)),
+                    _ => self.try_acquire(true),
+                };
+                if attempt.is_err() {
+                    pass_on(handed_wake_up);
                 }
-            }
-            let ttl = match attempt? {
-                Attempt::Acquired { grant, holds } => {
-                    if handed_wake_up {
-                        Counters::bump(&engine.counters.local_handoffs);
+                match &attempt {
+                    // No attempt can re-enter it now: clear the hand-over's
+                    // trace, if there is one, so shutdown leaves none behind.
+                    Err(Error::Shutdown) if maybe_handed => self.give_back_trace(),
+                    // The attempt ran: it re-entered a lock handed over, or
+                    // found that no hand-over happened.
+                    Ok(_) => maybe_handed = false,
+                    Err(_) => {}
+                }
+                if let (true, Some(subscription)) = (handed_wake_up, &subscription) {
+                    // The woken waiter has had its turn: newcomers may try.
+                    subscription.handoff_done();
+                    if courtesy.is_some() {
+                        subscription.courtesy_ended(matches!(attempt, Ok(Attempt::Busy(_))));
                     }
-                    return Ok(Some(self.hold(started, grant, holds)));
                 }
-                Attempt::Busy(ttl) => ttl,
+                match attempt {
+                    Ok(Attempt::Acquired { grant, holds }) => {
+                        if handed_wake_up {
+                            Counters::bump(&engine.counters.local_handoffs);
+                        }
+                        return Ok(Some(self.hold(started, grant, holds)));
+                    }
+                    Ok(Attempt::Busy(ttl)) => {
+                        outage = None;
+                        Some(self.ttl_park(ttl, failures))
+                    }
+                    // Only an outage is waited out; an attempt that may
+                    // have run is safe to repeat: a lock it took is
+                    // re-entered, and the hold counted twice given back.
+                    Err(e) => {
+                        let cause = outage_cause(e)?;
+                        let going_on = match outage.take() {
+                            Some(mut going_on) => {
+                                going_on.failed_again(cause);
+                                going_on
+                            }
+                            None => Outage::began(started, cause),
+                        };
+                        if going_on.exceeds(tolerance) {
+                            self.leave_during_outage(maybe_handed);
+                            return Err(going_on.give_up(self.lock.name, tolerance));
+                        }
+                        outage = Some(going_on);
+                        None
+                    }
+                }
             };
-            let mut park = match ttl {
-                // The lock vanished between our checks: try again at once.
-                -2 => Duration::ZERO,
-                // A key without expiry, made by someone else: rely on the
-                // release message, but look again now and then.
-                ttl if ttl < 0 => engine.watchdog_timeout(),
-                // At least 1 ms: a lock about to expire reports 0, and
-                // retrying in a tight loop would only load Redis.
-                ttl => Duration::from_millis(ttl.max(1) as u64),
-            };
-            if let Some(backoff) = self.lock.kind.backoff(failures) {
-                park = park.min(backoff);
-            }
             failures = failures.saturating_add(1);
+            let mut park = match (ttl_park, &mut outage) {
+                (Some(park), _) => park,
+                (None, Some(outage)) => outage.next_pause(tolerance),
+                (None, None) => Duration::ZERO,
+            };
             if let Some(left) = left(Instant::now()) {
                 if left.is_zero() {
-                    return Ok(None);
+                    return match outage {
+                        // Its own wait ran out while Redis was away: the
+                        // lock's state is unknown, so an error, not `None`.
+                        Some(outage) => {
+                            self.leave_during_outage(maybe_handed);
+                            Err(outage.give_up(self.lock.name, None))
+                        }
+                        None => Ok(None),
+                    };
                 }
                 park = park.min(left);
             }
@@ -209,8 +311,7 @@ impl<K: KindOps> Call<'_, K> {
                 let _parked = engine.counters.parked();
                 match &subscription {
                     Some(subscription) => subscription.park(park, interrupt, offer.clone()),
-                    None if interrupt::sleep(park, interrupt) => Wake::Interrupted,
-                    None => Wake::TimedOut,
+                    None => self.sleep(park, interrupt),
                 }
             };
             if let Some(end) = self.park_ended_call(woke) {
@@ -221,6 +322,36 @@ impl<K: KindOps> Call<'_, K> {
                 Wake::Notified | Wake::Unsettled | Wake::HandedOver { .. }
             );
             maybe_handed |= woke == Wake::Unsettled;
+        }
+    }
+
+    /// How long a waiter that found the lock busy with `ttl` left parks
+    /// (the `failures`-th time), unless a release wakes it first.
+    fn ttl_park(&self, ttl: i64, failures: u32) -> Duration {
+        let park = match ttl {
+            // The lock vanished between our checks: try again at once.
+            -2 => Duration::ZERO,
+            // A key without expiry, made by someone else: rely on the
+            // release message, but look again now and then.
+            ttl if ttl < 0 => self.engine.watchdog_timeout(),
+            // At least 1 ms: a lock about to expire reports 0, and
+            // retrying in a tight loop would only load Redis.
+            ttl => Duration::from_millis(ttl.max(1) as u64),
+        };
+        match self.lock.kind.backoff(failures) {
+            Some(backoff) => park.min(backoff),
+            None => park,
+        }
+    }
+
+    /// A waiter gives up during an outage: a hand-over left unconfirmed
+    /// may have made the lock its own, so clear that trace (best effort:
+    /// Redis is likely still away, and the trace then expires with its
+    /// lease).
+    #[cold]
+    fn leave_during_outage(&self, maybe_handed: bool) {
+        if maybe_handed {
+            self.give_back_trace();
         }
     }
 

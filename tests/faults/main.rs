@@ -9,6 +9,9 @@ mod bounded;
 #[path = "../support/child.rs"]
 mod child;
 mod common;
+#[allow(dead_code)]
+#[path = "../support/fault_proxy.rs"]
+mod fault_proxy;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -16,6 +19,7 @@ mod channel_garbage;
 mod connect_errors;
 mod holder_killed;
 mod lost_release;
+mod outage;
 mod pubsub_killed;
 mod server_restart;
 mod server_stall;

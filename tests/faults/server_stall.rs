@@ -1,6 +1,7 @@
 //! The server stalled with `DEBUG SLEEP` (it accepts connections but answers
-//! nothing): calls fail with a timeout error within the configured bounds
-//! (promise 4), and a release whose reply was lost, sent again, releases one
+//! nothing): calls that do not wait fail with a timeout error within the
+//! configured bounds, a waiting `lock()` waits the stall out (promise 4),
+//! and a release whose reply was lost, sent again, releases one
 //! hold only (the unlock latch).
 
 use std::thread;
@@ -65,15 +66,19 @@ fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
     let lock = client.lock("stalled");
     let staller = stall(&server, stall_for);
     let started = Instant::now();
-    // Three calls at once, each on its own connection.
+    // Three calls at once, each on its own connection. The waiting one
+    // rides the stall out (promise 4) and takes the lock once the server
+    // wakes; the other two fail within the bound.
+    let waiting = {
+        let lock = lock.clone();
+        bounded::spawn("lock", move || {
+            lock.lock().map(|guard| (Instant::now(), guard.unlock()))
+        })
+    };
     let calls = [
         {
             let lock = lock.clone();
             bounded::spawn("is_locked", move || lock.is_locked().map(drop))
-        },
-        {
-            let lock = lock.clone();
-            bounded::spawn("lock", move || lock.lock().map(drop))
         },
         {
             let lock = lock.clone();
@@ -92,6 +97,21 @@ fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
         );
     }
     staller.join_within(stall_for + PROMPTLY);
+    let awake = Instant::now();
+    match waiting.join_within(PROMPTLY) {
+        Ok((got, unlocked)) => {
+            unlocked.expect("unlock after the stall");
+            // No earlier than the stall's end, give or take the reply's
+            // way back to the staller.
+            let slept = got.duration_since(started) + STALL_SETTLES;
+            assert!(
+                slept >= stall_for,
+                "got the lock {slept:?} into a {stall_for:?} stall"
+            );
+        }
+        Err(e) => panic!("lock() across a stall: {}", e.report()),
+    }
+    assert!(awake.elapsed() < PROMPTLY);
 
     // Once the server is awake the same client works again.
     let guard = lock.lock().expect("lock after the stall");

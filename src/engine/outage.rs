@@ -1,0 +1,129 @@
+//! A waiting acquire's view of an outage: since when Redis has been
+//! unreachable for it, the last error, and how long to sleep before the
+//! next look. A waiter rides an outage out (see
+//! [`ClientBuilder::outage_tolerance`](crate::ClientBuilder::outage_tolerance))
+//! instead of failing at the first refused connection: restarts and
+//! failovers take seconds by design.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::names;
+
+/// The first pause after a failed attempt: the pool has already retried
+/// the command (`retry_attempts`), so Redis is likely away for a while.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+/// The longest pause: how late a waiter may notice that Redis is back.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// An outage as one waiting call sees it.
+#[derive(Debug)]
+pub(super) struct Outage {
+    /// When the first attempt that failed was sent.
+    since: Instant,
+    /// What the last failed attempt reported.
+    last: redis::RedisError,
+    /// The next pause, before jitter.
+    pause: Duration,
+}
+
+impl Outage {
+    /// An outage whose first failed attempt was sent at `since`.
+    pub(super) fn began(since: Instant, cause: redis::RedisError) -> Outage {
+        log::debug!("redhold: Redis unreachable for a waiting acquire ({cause}); waiting it out");
+        Outage {
+            since,
+            last: cause,
+            pause: FIRST_PAUSE,
+        }
+    }
+
+    /// Another attempt failed with `cause`.
+    pub(super) fn failed_again(&mut self, cause: redis::RedisError) {
+        log::debug!(
+            "redhold: Redis still unreachable after {:?} ({cause})",
+            self.since.elapsed()
+        );
+        self.last = cause;
+    }
+
+    /// How long Redis has been unreachable for this call.
+    pub(super) fn lasted(&self) -> Duration {
+        self.since.elapsed()
+    }
+
+    /// The pause before the next look, doubling up to [`MAX_PAUSE`], and
+    /// cut so that the last look comes when `tolerance` runs out.
+    pub(super) fn next_pause(&mut self, tolerance: Option<Duration>) -> Duration {
+        let pause = jittered(self.pause);
+        self.pause = self.pause.saturating_mul(2).min(MAX_PAUSE);
+        match tolerance {
+            Some(tolerance) => pause.min(tolerance.saturating_sub(self.lasted())),
+            None => pause,
+        }
+    }
+
+    /// Whether the outage has lasted `tolerance` (when there is one).
+    pub(super) fn exceeds(&self, tolerance: Option<Duration>) -> bool {
+        tolerance.is_some_and(|tolerance| self.lasted() >= tolerance)
+    }
+
+    /// The error a waiting call on `lock` ends with: the outage tolerance
+    /// ran out (`exceeded_tolerance`), or else its own wait time.
+    pub(super) fn give_up(self, lock: &str, exceeded_tolerance: Option<Duration>) -> Error {
+        Error::Unreachable {
+            lock: names::shorten(lock),
+            unreachable_for: self.lasted(),
+            exceeded_tolerance,
+            source: self.last,
+        }
+    }
+}
+
+/// Between half of `pause` and all of it, at random: waiters of many
+/// processes that lost Redis at once do not all come back at one instant.
+fn jittered(pause: Duration) -> Duration {
+    let half = pause / 2;
+    let span = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    // Each `RandomState` is keyed afresh: a cheap random number.
+    let random = RandomState::new().hash_one(Instant::now());
+    half + Duration::from_nanos(random % span.saturating_add(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused() -> redis::RedisError {
+        std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused").into()
+    }
+
+    #[test]
+    fn pauses_double_up_to_the_cap_with_jitter() {
+        let mut outage = Outage::began(Instant::now(), refused());
+        let mut cap = FIRST_PAUSE;
+        for _ in 0..10 {
+            let pause = outage.next_pause(None);
+            assert!(pause >= cap / 2 && pause <= cap, "{pause:?} for {cap:?}");
+            cap = (cap * 2).min(MAX_PAUSE);
+        }
+    }
+
+    #[test]
+    fn the_last_pause_ends_with_the_tolerance() {
+        let mut outage = Outage::began(Instant::now(), refused());
+        assert!(outage.next_pause(Some(Duration::from_millis(1))) <= Duration::from_millis(1));
+        assert!(!outage.exceeds(None));
+        assert!(outage.exceeds(Some(Duration::ZERO)));
+        match outage.give_up("x", Some(Duration::ZERO)) {
+            Error::Unreachable {
+                lock,
+                exceeded_tolerance: Some(Duration::ZERO),
+                ..
+            } => assert_eq!(lock, "x"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
