@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+mod classify;
+
+pub(crate) use classify::is_transient;
+use classify::{is_not_resp, refused_credentials};
+
 /// Everything that can go wrong when taking, holding or releasing a lock.
 ///
 /// `Display` says what happened, to which lock, and what the caller can do.
@@ -223,27 +228,6 @@ pub(crate) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, E
         }
         e => Err(e),
     }
-}
-
-/// Whether a Redis error is worth retrying: the network failed, not the request.
-pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
-    e.is_io_error() || e.is_timeout() || e.is_connection_refusal() || e.is_connection_dropped()
-}
-
-/// Whether a connection failed because the peer answered something that is
-/// not RESP. The redis crate hides the I/O error's kind behind its own
-/// type, so the text that `server::opener` wrote tells.
-fn is_not_resp(e: &redis::RedisError) -> bool {
-    e.is_io_error() && e.to_string().contains(crate::server::NOT_RESP)
-}
-
-/// Whether a connection failed because the server refused AUTH.
-fn refused_credentials(e: &redis::RedisError) -> bool {
-    let text = format!("{e} {e:?}").to_lowercase();
-    matches!(e.code(), Some("WRONGPASS" | "NOAUTH"))
-        || ["wrongpass", "noauth", "authentication", "invalid password"]
-            .iter()
-            .any(|word| text.contains(word))
 }
 
 impl fmt::Display for Error {
