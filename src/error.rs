@@ -186,7 +186,9 @@ impl Error {
     }
 
     /// True when the error comes from the network (refused, dropped, timed
-    /// out) rather than from a bad request: retrying later may succeed. A
+    /// out), or from sentinels that know no master that is up (a failover
+    /// in progress), rather than from a bad request: retrying later may
+    /// succeed. A
     /// connection the server refused to set up (a wrong password, a database
     /// out of range) or a peer that does not speak RESP is not one.
     pub fn is_connection_error(&self) -> bool {
@@ -203,7 +205,8 @@ impl Error {
 
 /// The Redis error behind `e` when `e` says that Redis cannot serve for
 /// now, which a waiting call rides out: the network failed (refused,
-/// dropped, timed out), or the server is loading its data, failing over or
+/// dropped, timed out), the sentinels know no master that is up (they are
+/// failing over), or the server is loading its data, failing over or
 /// cannot take writes yet (`LOADING`, `TRYAGAIN`, `CLUSTERDOWN`,
 /// `MASTERDOWN`, `READONLY`: none ran the script). Any other error (a
 /// script error, `NOPERM`, `WrongKind`, refused credentials, a peer that
@@ -431,5 +434,22 @@ mod tests {
         let e = Error::Redis(redis::RedisError::from(io));
         assert!(e.is_connection_error());
         assert!(!Error::Shutdown.is_connection_error());
+    }
+
+    #[test]
+    fn no_master_up_is_an_outage_an_unknown_master_name_is_not() {
+        let failing_over = redis::RedisError::from((
+            redis::ErrorKind::MasterNameNotFoundBySentinel,
+            "the sentinel knows no master by that name that is up",
+        ));
+        assert!(Error::Redis(failing_over).is_connection_error());
+        let failing_over = redis::RedisError::from((
+            redis::ErrorKind::MasterNameNotFoundBySentinel,
+            "not a master (yet)",
+        ));
+        assert!(outage_cause(Error::Redis(failing_over)).is_ok());
+        let unknown =
+            redis::RedisError::from((redis::ErrorKind::EmptySentinelList, "no sentinel to ask"));
+        assert!(!Error::Redis(unknown).is_connection_error());
     }
 }

@@ -1,19 +1,21 @@
 //! Locks through Redis Sentinel (a master, one replica, three sentinels, all
 //! real processes): they work, and after the master is killed the same
 //! clients, never rebuilt, work against the promoted replica within 10 s of
-//! the failover, wake-ups included. A stopped sentinel costs a client no
-//! more than its timeouts: it moves on to the next sentinel.
+//! the failover, wake-ups included. A waiter parked in `lock()` rides out
+//! the failover, the watchdog renews through it, and a hold the promoted
+//! replica never received is reported lost. A stopped sentinel costs a
+//! client no more than its timeouts: it moves on to the next sentinel.
 #![cfg(feature = "sentinel")]
 
 mod bounded;
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::Client;
+use redhold::{Client, Error};
 use support::sentinel::{SentinelSetup, MASTER_NAME};
 
 /// Generous bound for anything that should take milliseconds; far below the
@@ -143,6 +145,157 @@ fn locks_follow_the_master_through_a_failover() {
     }
     waiter_is_woken(&a, &b, "wake-after");
     waiter_is_woken(&b, &a, "wake-after-2");
+}
+
+/// The watchdog timeout of the failover tests: well above the time a
+/// failover takes here (about 3 s), so that a replicated hold outlives it
+/// and its loss would be a defect, not an expiry.
+const FAILOVER_WATCHDOG: Duration = Duration::from_secs(20);
+
+/// The names `on_lock_lost` was called with, in order.
+type LostLocks = Arc<Mutex<Vec<String>>>;
+
+/// A sentinel client whose watchdog timeout is [`FAILOVER_WATCHDOG`] and
+/// whose lost locks land in `lost`.
+fn watched_client(setup: &SentinelSetup, lost: &LostLocks) -> Client {
+    let lost = Arc::clone(lost);
+    Client::builder()
+        .sentinel(setup.sentinel_urls(), MASTER_NAME)
+        .connect_timeout(Duration::from_secs(1))
+        .response_timeout(Duration::from_secs(1))
+        .watchdog_timeout(FAILOVER_WATCHDOG)
+        .on_lock_lost(move |name| lost.lock().unwrap().push(name.to_owned()))
+        .build()
+        .unwrap_or_else(|e| panic!("sentinel client for {:?}: {e}", setup.sentinel_urls()))
+}
+
+/// A thread parked in `lock()` on `name`: its result is `Ok` once it got
+/// the lock and gave it back, or the error it met (with its source).
+fn parked_waiter(client: &Client, name: &str) -> bounded::Bounded<Result<(), String>> {
+    let lock = client.lock(name);
+    let waiter = bounded::spawn(&format!("waiter on {name}"), move || {
+        let guard = lock.lock().map_err(|e| e.report())?;
+        guard.unlock().map_err(|e| e.report())
+    });
+    waiter.assert_parked_for(Duration::from_millis(300));
+    waiter
+}
+
+/// The key's time to live in ms on `server` (negative: no key, or no TTL).
+fn pttl(server: &support::RedisServer, key: &str) -> i64 {
+    server.try_cmd(&["PTTL", key]).unwrap_or(-3)
+}
+
+#[test]
+fn a_parked_waiter_and_a_watched_hold_ride_out_a_failover() {
+    let mut setup = SentinelSetup::start();
+    let lost = LostLocks::default();
+    let a = watched_client(&setup, &lost);
+    let b = client(&setup);
+
+    let kept = a.lock("kept").lock().expect("watched hold");
+    let handed = a.lock("handed").lock().expect("the holder's hold");
+    let waiter = parked_waiter(&b, "handed");
+    // Both holds reach the replica before the master dies, so the new
+    // master has them: neither may be lost.
+    for key in ["kept", "handed"] {
+        assert!(
+            bounded::wait_until(PROMPTLY, || setup.replica.exists(key)).is_some(),
+            "{key} did not reach the replica"
+        );
+    }
+
+    setup.kill_master();
+    let failover = setup.wait_for_failover(FAILOVER_LIMIT);
+    eprintln!("failover announced {failover:?} after the kill");
+
+    // The waiter is still parked, not failed: the lock is A's on the new
+    // master too.
+    waiter.assert_parked_for(Duration::from_secs(1));
+
+    // The watchdog renews through the new master: the TTL there goes up.
+    let mut last = pttl(&setup.replica, "kept");
+    assert!(
+        last > 0,
+        "the watched hold is gone from the new master (PTTL {last}) after a \
+         {failover:?} failover; lost: {:?}",
+        lost.lock().unwrap()
+    );
+    let renewed = bounded::wait_until(FAILOVER_WATCHDOG, || {
+        let now = pttl(&setup.replica, "kept");
+        let went_up = now > last;
+        last = now;
+        went_up
+    });
+    assert!(
+        renewed.is_some(),
+        "no renewal reached the new master within {FAILOVER_WATCHDOG:?} (PTTL {last})"
+    );
+    assert!(
+        lost.lock().unwrap().is_empty(),
+        "lost: {:?}",
+        lost.lock().unwrap()
+    );
+
+    // The holder's release goes to the new master, and wakes the waiter
+    // there.
+    handed.unlock().expect("release on the new master");
+    waiter
+        .join_within(PROMPTLY + RECOVERY_LIMIT)
+        .unwrap_or_else(|e| panic!("the parked waiter failed after the failover: {e}"));
+
+    kept.unlock()
+        .expect("release of the watched hold on the new master");
+    assert!(
+        lost.lock().unwrap().is_empty(),
+        "lost: {:?}",
+        lost.lock().unwrap()
+    );
+}
+
+#[test]
+fn a_hold_the_new_master_never_got_is_reported_lost() {
+    let mut setup = SentinelSetup::start();
+    let lost = LostLocks::default();
+    let a = watched_client(&setup, &lost);
+    let b = client(&setup);
+
+    // The replica is cut off before the hold is taken: frozen, so that it
+    // cannot reconnect, and its link closed, so that nothing the master
+    // writes next sits in its socket to be read after the thaw.
+    setup.replica.freeze();
+    let cut: i64 = setup.master.cmd(&["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(cut, 1, "the replica link was not cut");
+    let held = a
+        .lock("unreplicated")
+        .lock()
+        .expect("hold on the old master");
+    let waiter = parked_waiter(&b, "unreplicated");
+
+    setup.kill_master();
+    setup.replica.thaw();
+    let failover = setup.wait_for_failover(FAILOVER_LIMIT);
+    eprintln!("failover announced {failover:?} after the kill");
+
+    // The new master never had A's hold: the waiter gets the lock, and A
+    // is told it lost its hold instead of keeping it unawares.
+    waiter
+        .join_within(PROMPTLY + RECOVERY_LIMIT)
+        .unwrap_or_else(|e| panic!("the parked waiter failed after the failover: {e}"));
+    assert!(
+        bounded::wait_until(FAILOVER_WATCHDOG + PROMPTLY, || !lost
+            .lock()
+            .unwrap()
+            .is_empty())
+        .is_some(),
+        "on_lock_lost was not called for a hold the new master does not have"
+    );
+    assert_eq!(*lost.lock().unwrap(), ["unreplicated"]);
+    assert!(!held.is_held(), "the guard still says it holds the lock");
+    match held.unlock() {
+        Err(Error::LockLost { lock }) => assert_eq!(lock, "unreplicated"),
+        other => panic!("release of a lost hold: {other:?}, not LockLost"),
+    }
 }
 
 /// A client that is leaked, not dropped, when the test fails: its drop

@@ -81,6 +81,30 @@ impl<T> Bounded<T> {
     }
 }
 
+impl<T: std::fmt::Debug> Bounded<T> {
+    /// Like [`assert_running_for`](Self::assert_running_for), with the
+    /// thread's result in the message when it finished meanwhile (a waiter
+    /// that gave up says why).
+    ///
+    /// # Panics
+    ///
+    /// If the thread finishes meanwhile.
+    #[track_caller]
+    pub(crate) fn assert_parked_for(&self, duration: Duration) {
+        match self.done.recv_timeout(duration) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(Ok(value)) => panic!(
+                "thread {} finished within {duration:?} with {value:?}, expected it to block",
+                self.name
+            ),
+            Ok(Err(payload)) => panic::resume_unwind(payload),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("thread {} vanished without a result", self.name)
+            }
+        }
+    }
+}
+
 /// Polls `condition` every 20 ms until it holds or `limit` passes; returns
 /// how long that took, or `None` on timeout.
 pub(crate) fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> Option<Duration> {
