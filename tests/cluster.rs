@@ -423,6 +423,126 @@ fn waiters_and_renewals_follow_a_slot_that_moves() {
     assert!(!exists(&cluster, &name) && !exists(&cluster, &renewed));
 }
 
+/// The watchdog timeout of the failover tests: above the time a master
+/// killed takes to be replaced (the 5 s node timeout and an election), so
+/// that a replicated hold outlives the failover and its loss would be a
+/// defect, not an expiry.
+const FAILOVER_WATCHDOG: Duration = Duration::from_secs(20);
+
+/// A waiter parked on a lock whose master fails over to its replica (by
+/// `failover`, which returns the new master) follows the slot: it listens
+/// in the shard that serves it now and is woken promptly by the holder's
+/// release, which (like the watchdog's renewals) is sent to the new master;
+/// nothing is reported lost.
+fn waiter_follows_its_slot_through(
+    name: &str,
+    failover: impl FnOnce(&mut RedisCluster, usize) -> usize,
+) {
+    let mut cluster = RedisCluster::start_with_replicas(3);
+    let lost = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let holder = {
+        let lost = std::sync::Arc::clone(&lost);
+        builder(&cluster)
+            .watchdog_timeout(FAILOVER_WATCHDOG)
+            .on_lock_lost(move |name| lost.lock().unwrap().push(name.to_owned()))
+            .build()
+            .expect("cluster client")
+    };
+    let waiter = client(&cluster);
+    // Same slot as `name` (its hash tag), held by the watchdog throughout.
+    let renewed = format!("{{{name}}}:renewed");
+    let channel = channel_of(name);
+    let old_master = cluster.node_for_key(name);
+    assert_eq!(cluster.node_for_key(&renewed), old_master);
+
+    let renewed_guard = holder.lock(&renewed).lock().expect("renewed lock");
+    let guard = holder.lock(name).lock().expect("holder");
+    let lock = waiter.lock(name);
+    let blocked = bounded::spawn("waiter", move || {
+        let guard = lock.lock().map_err(|e| e.report())?;
+        guard.unlock().map_err(|e| e.report())
+    });
+    blocked.assert_parked_for(BLOCKED_FOR);
+    assert!(
+        bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) == 1).is_some(),
+        "the waiter does not listen on {channel} on node {old_master}"
+    );
+    // Both holds are on the replica before the failover: neither may be
+    // lost.
+    let acked: i64 = cluster.node(old_master).cmd(&["WAIT", "1", "5000"]);
+    assert_eq!(acked, 1, "the replica did not acknowledge the holds");
+
+    let new_master = failover(&mut cluster, old_master);
+    assert_eq!(cluster.node_for_key(name), new_master);
+    // Still parked, not failed: the lock is the holder's on the new master.
+    blocked.assert_parked_for(Duration::from_secs(1));
+    // It listens in the shard that serves the slot now: on the promoted
+    // replica, or on the old master when that stayed up as its replica and
+    // kept the subscription (seen with Redis 7.0): shard messages reach a
+    // shard's replicas too, as the prompt wake-up below shows.
+    let per_node = || -> Vec<i64> {
+        (0..cluster.len())
+            .map(|i| {
+                cluster
+                    .node(i)
+                    .try_cmd::<(String, i64)>(&["PUBSUB", "SHARDNUMSUB", &channel])
+                    .map_or(0, |reply| reply.1)
+            })
+            .collect()
+    };
+    let in_the_shard = |counts: &[i64]| {
+        counts.iter().sum::<i64>() == 1 && counts[new_master] + counts[old_master] == 1
+    };
+    assert!(
+        bounded::wait_until(PROMPTLY, || in_the_shard(&per_node())).is_some(),
+        "the waiter does not listen on {channel} in the shard of the promoted replica \
+         (node {new_master}); subscribers per node: {:?}",
+        per_node()
+    );
+    // The watchdog renews on the new master: the TTL there goes up.
+    let pttl = || cluster.cmd_for_key::<i64>(&renewed, &["PTTL", &renewed]);
+    let mut last = pttl();
+    assert!(last > 0, "{renewed}: PTTL {last} on the new master");
+    let went_up = bounded::wait_until(FAILOVER_WATCHDOG, || {
+        let now = pttl();
+        let up = now > last;
+        last = now;
+        up
+    });
+    assert!(
+        went_up.is_some(),
+        "no renewal of {renewed} on the new master"
+    );
+
+    let released = Instant::now();
+    guard.unlock().expect("release on the new master");
+    blocked
+        .join_within(PROMPTLY)
+        .unwrap_or_else(|e| panic!("waiter on {name}: {e}"));
+    assert!(released.elapsed() < PROMPTLY);
+    renewed_guard.unlock().expect("unlock the renewed lock");
+    assert!(!exists(&cluster, name) && !exists(&cluster, &renewed));
+    assert!(
+        lost.lock().unwrap().is_empty(),
+        "reported lost: {:?}",
+        lost.lock().unwrap()
+    );
+}
+
+/// A coordinated failover: the old master stays up as a replica and
+/// answers MOVED, and drops its sharded subscribers of the slot.
+#[test]
+fn a_parked_waiter_follows_its_slot_through_a_failover() {
+    waiter_follows_its_slot_through("failing-over", RedisCluster::fail_over);
+}
+
+/// The master dies: the slot is down until the replica is elected (after
+/// the 5 s node timeout), and the waiter's subscription dies with the node.
+#[test]
+fn a_parked_waiter_follows_its_slot_when_its_master_dies() {
+    waiter_follows_its_slot_through("master-dies", RedisCluster::kill_master);
+}
+
 #[test]
 fn sharded_wake_ups_match_redisson_on_the_wire() {
     let cluster = RedisCluster::start(3);

@@ -1,5 +1,6 @@
-//! A Redis Cluster of masters only, each a [`RedisServer`] of its own, formed
-//! with `redis-cli --cluster create` and stopped when dropped.
+//! A Redis Cluster, each node a [`RedisServer`] of its own, formed with
+//! `redis-cli --cluster create` and stopped when dropped: masters only, or
+//! each master with one replica (for failovers).
 
 use std::process::Command;
 use std::thread;
@@ -17,7 +18,7 @@ const CREATE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Redis Cluster's number of hash slots.
 const SLOTS: usize = 16384;
 
-/// A running cluster of `masters` masters and no replicas.
+/// A running cluster of masters, each with no replica or one.
 ///
 /// Dropping it kills every node and removes their directories.
 #[derive(Debug)]
@@ -37,8 +38,64 @@ impl RedisCluster {
     /// If a server does not start, `redis-cli` is missing or fails, or the
     /// cluster is not whole within 20 s (the message has each node's view).
     pub(crate) fn start(masters: usize) -> RedisCluster {
+        RedisCluster::start_with(masters, 0)
+    }
+
+    /// Like [`start`](Self::start), with one replica per master (so
+    /// `2 * masters` nodes), and returns once every replica is in sync.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start) does, or if a replica is not in sync
+    /// within 20 s.
+    pub(crate) fn start_with_replicas(masters: usize) -> RedisCluster {
+        let cluster = RedisCluster::start_with(masters, 1);
+        cluster.wait_until_replicas_settle(masters);
+        cluster
+    }
+
+    /// Waits until every replica's link is up and every node knows every
+    /// replica as one: a master ignores a `CLUSTER FAILOVER` request from a
+    /// replica it does not know yet.
+    fn wait_until_replicas_settle(&self, masters: usize) {
+        let deadline = Instant::now() + FORM_TIMEOUT;
+        loop {
+            let links_up = (0..self.nodes.len())
+                .filter(|&i| !self.is_master(i))
+                .all(|i| {
+                    self.nodes[i]
+                        .try_cmd::<String>(&["INFO", "replication"])
+                        .is_ok_and(|info| info.contains("master_link_status:up"))
+                });
+            let views: Vec<String> = self
+                .nodes
+                .iter()
+                .map(|n| {
+                    n.try_cmd::<String>(&["CLUSTER", "NODES"])
+                        .unwrap_or_default()
+                })
+                .collect();
+            let replicas_known = views.iter().all(|view| {
+                view.lines()
+                    .filter(|l| l.split(' ').nth(2).is_some_and(|f| f.contains("slave")))
+                    .count()
+                    == masters
+            });
+            if links_up && replicas_known {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replicas not settled within {FORM_TIMEOUT:?} (links up: {links_up}):\n{}",
+                views.join("\n---\n")
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn start_with(masters: usize, replicas: usize) -> RedisCluster {
         assert!(masters >= 3, "Redis Cluster needs at least 3 masters");
-        let nodes: Vec<RedisServer> = (0..masters)
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
             .map(|_| {
                 RedisServer::start_with_args(&[
                     "--cluster-enabled",
@@ -48,6 +105,9 @@ impl RedisCluster {
                     "nodes.conf",
                     "--cluster-node-timeout",
                     "5000",
+                    // Otherwise a replica's first sync waits 5 s.
+                    "--repl-diskless-sync-delay",
+                    "0",
                 ])
             })
             .collect();
@@ -55,22 +115,23 @@ impl RedisCluster {
             nodes,
             owner: Vec::new(),
         };
-        cluster.create();
+        cluster.create(replicas);
         cluster.wait_until_whole();
-        cluster.owner = cluster.read_slot_owners();
+        cluster.owner = cluster.read_slot_owners(None);
         cluster
     }
 
-    fn create(&self) {
+    fn create(&self, replicas: usize) {
         let addrs: Vec<String> = self
             .nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port()))
             .collect();
         let mut command = Command::new("redis-cli");
+        let replicas = replicas.to_string();
         command.arg("--cluster").arg("create").args(&addrs).args([
             "--cluster-replicas",
-            "0",
+            &replicas,
             "--cluster-yes",
         ]);
         let out = run_bounded(command, CREATE_TIMEOUT, "redis-cli --cluster create");
@@ -104,7 +165,7 @@ impl RedisCluster {
             });
             // Every node must also agree on who owns each slot, or a client
             // that asks one node for the map would be sent elsewhere.
-            if whole && self.nodes_agree_on_slots() {
+            if whole && self.nodes_agree_on_slots(None) {
                 return;
             }
             if Instant::now() >= deadline {
@@ -123,11 +184,14 @@ impl RedisCluster {
         }
     }
 
-    fn nodes_agree_on_slots(&self) -> bool {
+    /// Whether every node but `dead` has the same slot map.
+    fn nodes_agree_on_slots(&self, dead: Option<usize>) -> bool {
         let views: Vec<Option<String>> = self
             .nodes
             .iter()
-            .map(|n| {
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != dead)
+            .map(|(_, n)| {
                 let text = n.try_cmd::<String>(&["CLUSTER", "NODES"]).ok()?;
                 let mut lines: Vec<String> = text
                     .lines()
@@ -146,10 +210,13 @@ impl RedisCluster {
     }
 
     /// Which node owns which slot, from each node's own `myself` line of
-    /// `CLUSTER NODES`.
-    fn read_slot_owners(&self) -> Vec<usize> {
+    /// `CLUSTER NODES` (but that of `dead`, which cannot answer).
+    fn read_slot_owners(&self, dead: Option<usize>) -> Vec<usize> {
         let mut owner = vec![usize::MAX; SLOTS];
         for (index, node) in self.nodes.iter().enumerate() {
+            if Some(index) == dead {
+                continue;
+            }
             let text: String = node.cmd(&["CLUSTER", "NODES"]);
             let myself = text
                 .lines()
@@ -172,6 +239,89 @@ impl RedisCluster {
             "some slots have no owner"
         );
         owner
+    }
+
+    /// The `myself` line of `CLUSTER NODES` split into its fields, as the
+    /// node at `index` has it.
+    fn own_view(&self, index: usize) -> Option<Vec<String>> {
+        let text = self.nodes[index]
+            .try_cmd::<String>(&["CLUSTER", "NODES"])
+            .ok()?;
+        let myself = text
+            .lines()
+            .find(|l| l.split(' ').nth(2).is_some_and(|f| f.contains("myself")))?;
+        Some(myself.split(' ').map(str::to_owned).collect())
+    }
+
+    /// Whether the node at `index` says it is a master.
+    fn is_master(&self, index: usize) -> bool {
+        self.own_view(index)
+            .is_some_and(|fields| fields.get(2).is_some_and(|f| f.contains("master")))
+    }
+
+    /// The index of the replica of the master at `master`.
+    ///
+    /// # Panics
+    ///
+    /// If it has none (a cluster from [`start`](Self::start)).
+    pub(crate) fn replica_of(&self, master: usize) -> usize {
+        let id = self.node_id(master);
+        (0..self.nodes.len())
+            .find(|&i| {
+                self.own_view(i)
+                    .is_some_and(|fields| fields.get(3).map(String::as_str) == Some(&*id))
+            })
+            .unwrap_or_else(|| panic!("master {master} has no replica"))
+    }
+
+    /// Fails the master at `master` over to its replica with a coordinated
+    /// `CLUSTER FAILOVER` (the master stops taking writes until the replica
+    /// has them all, then becomes its replica); returns the new master's
+    /// index once every node agrees on the slots it now serves.
+    ///
+    /// # Panics
+    ///
+    /// If that does not happen within 20 s.
+    pub(crate) fn fail_over(&mut self, master: usize) -> usize {
+        let replica = self.replica_of(master);
+        self.nodes[replica].cmd::<()>(&["CLUSTER", "FAILOVER"]);
+        self.wait_for_promotion(master, replica, None);
+        replica
+    }
+
+    /// Kills the master at `master` (SIGKILL); the other nodes mark it
+    /// failed after the node timeout (5 s) and its replica takes over.
+    /// Returns the new master's index once the nodes still running agree
+    /// on the slots it now serves.
+    ///
+    /// # Panics
+    ///
+    /// If that does not happen within 20 s.
+    pub(crate) fn kill_master(&mut self, master: usize) -> usize {
+        let replica = self.replica_of(master);
+        self.nodes[master].stop();
+        self.wait_for_promotion(master, replica, Some(master));
+        replica
+    }
+
+    fn wait_for_promotion(&mut self, master: usize, replica: usize, dead: Option<usize>) {
+        let deadline = Instant::now() + FORM_TIMEOUT;
+        let demoted = |cluster: &Self| dead == Some(master) || !cluster.is_master(master);
+        while !(self.is_master(replica) && demoted(self) && self.nodes_agree_on_slots(dead)) {
+            assert!(
+                Instant::now() < deadline,
+                "no failover of :{} to :{} within {FORM_TIMEOUT:?}\n--- views ---\n{:#?}\n\
+                 --- replica log ---\n{}",
+                self.nodes[master].port(),
+                self.nodes[replica].port(),
+                (0..self.nodes.len())
+                    .map(|i| self.own_view(i).map(|v| v.join(" ")))
+                    .collect::<Vec<_>>(),
+                self.nodes[replica].log()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+        self.owner = self.read_slot_owners(dead);
     }
 
     /// The cluster id of the node at `index` (`CLUSTER MYID`).
@@ -214,7 +364,7 @@ impl RedisCluster {
         }
         self.owner[slot] = to;
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.nodes_agree_on_slots() {
+        while !self.nodes_agree_on_slots(None) {
             assert!(
                 Instant::now() < deadline,
                 "nodes disagree on slot {slot} after moving it"
@@ -223,7 +373,7 @@ impl RedisCluster {
         }
     }
 
-    /// How many masters there are.
+    /// How many nodes there are (masters, and replicas if any).
     pub(crate) fn len(&self) -> usize {
         self.nodes.len()
     }
