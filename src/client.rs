@@ -142,13 +142,13 @@ impl Client {
 
     /// Stops the subscriber and watchdog threads and waits for them to end,
     /// then closes the connections. Threads waiting for a lock wake up with
-    /// [`Error::Shutdown`], and so does every later call; locks still held
+    /// [`Error::Shutdown`](crate::Error::Shutdown), and so does every later call; locks still held
     /// stop being renewed and expire after the watchdog timeout.
     ///
     /// No call returns a guard once shutdown has begun: an acquire that
     /// gets the lock in Redis meanwhile (its request was sent before, or
     /// a release of another thread of this client handed it the lock)
-    /// gives the hold back and fails with [`Error::Shutdown`]; shutdown
+    /// gives the hold back and fails with [`Error::Shutdown`](crate::Error::Shutdown); shutdown
     /// waits for that (within the connect plus the response timeout).
     ///
     /// `on_lock_lost` callbacks already due still run; shutdown waits at

@@ -117,10 +117,10 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::Shutdown`],
-    /// [`Error::Unreachable`] once Redis has been unreachable for the
+    /// [`Error::InvalidName`](crate::Error::InvalidName), [`Error::Shutdown`](crate::Error::Shutdown),
+    /// [`Error::Unreachable`](crate::Error::Unreachable) once Redis has been unreachable for the
     /// client's [outage tolerance](crate::ClientBuilder::outage_tolerance),
-    /// or [`Error::Redis`] when Redis refuses the request itself.
+    /// or [`Error::Redis`](crate::Error::Redis) when Redis refuses the request itself.
     pub fn lock(&self) -> Result<LockGuard<K>> {
         self.acquire_or_wait(None, None, None)
     }
@@ -130,7 +130,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// As [`lock`](Self::lock), and [`Error::InvalidArgument`] for a lease
+    /// As [`lock`](Self::lock), and [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a lease
     /// under one millisecond.
     pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
         self.acquire_or_wait(Some(lease), None, None)
@@ -140,7 +140,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::Interrupted`] once `interrupt` is triggered (also when it was
+    /// [`Error::Interrupted`](crate::Error::Interrupted) once `interrupt` is triggered (also when it was
     /// triggered before the call), otherwise as [`lock`](Self::lock).
     pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<LockGuard<K>> {
         self.acquire_or_wait(None, Some(interrupt), None)
@@ -166,7 +166,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::Shutdown`], or [`Error::Redis`]
+    /// [`Error::InvalidName`](crate::Error::InvalidName), [`Error::Shutdown`](crate::Error::Shutdown), or [`Error::Redis`](crate::Error::Redis)
     /// when Redis cannot be reached within the retries (no outage is
     /// waited out).
     pub fn try_lock(&self) -> Result<Option<LockGuard<K>>> {
@@ -178,7 +178,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// As [`lock`](Self::lock); also [`Error::Unreachable`] when `wait`
+    /// As [`lock`](Self::lock); also [`Error::Unreachable`](crate::Error::Unreachable) when `wait`
     /// runs out while Redis is unreachable (whether the lock was free is
     /// then unknown).
     pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard<K>>> {
@@ -200,11 +200,11 @@ impl<K: LockKind> Lock<K> {
 
     /// Deletes the lock whoever holds it and wakes its waiters; for cleanup
     /// code and operators. Returns whether there was a lock to delete.
-    /// Holders find out when they renew or release ([`Error::LockLost`]).
+    /// Holders find out when they renew or release ([`Error::LockLost`](crate::Error::LockLost)).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::Shutdown`], [`Error::Redis`].
+    /// [`Error::InvalidName`](crate::Error::InvalidName), [`Error::Shutdown`](crate::Error::Shutdown), [`Error::Redis`](crate::Error::Redis).
     pub fn force_unlock(&self) -> Result<bool> {
         self.validate()?;
         let server = self.client.engine().server();
@@ -220,9 +220,9 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::NotHeld`] when the calling thread holds no leaked hold on
+    /// [`Error::NotHeld`](crate::Error::NotHeld) when the calling thread holds no leaked hold on
     /// the lock, also while live guards hold it (nothing is sent to Redis
-    /// then), [`Error::LockLost`] when it held one but
+    /// then), [`Error::LockLost`](crate::Error::LockLost) when it held one but
     /// the lock expired or was deleted meanwhile, otherwise as
     /// [`lock`](Self::lock).
     pub fn unlock(&self) -> Result<()> {
@@ -234,7 +234,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::Shutdown`], [`Error::Redis`].
+    /// [`Error::InvalidName`](crate::Error::InvalidName), [`Error::Shutdown`](crate::Error::Shutdown), [`Error::Redis`](crate::Error::Redis).
     pub fn is_locked(&self) -> Result<bool> {
         self.validate()?;
         let server = self.client.engine().server();

@@ -70,7 +70,7 @@ impl fmt::Display for Mode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Holder {
-    /// The holding client's id ([`Client::id`]; a Redisson client's id too).
+    /// The holding client's id ([`Client::id`](crate::Client::id); a Redisson client's id too).
     pub client: Uuid,
     /// The holding thread's number within that client's process.
     pub thread: u64,
