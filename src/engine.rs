@@ -295,17 +295,29 @@ impl<K: KindOps> Call<'_, K> {
     /// until its TTL ran out. Best effort: a failure costs only that delay.
     #[cold]
     fn release_orphans(&self, orphans: u32) {
-        // Our own traces: given back while the client shuts down too.
-        let _giving_back = self.engine.server.giving_back();
         for _ in 0..orphans.min(MAX_ORPHANS_RELEASED) {
-            if let Err(e) = self.engine.release_script(self.lock, &self.field) {
+            if !self.give_back_one("a hold counted twice") {
+                return;
+            }
+        }
+    }
+
+    /// Releases one hold under this thread's field that no guard stands
+    /// for (`what` it is, for the log), even while the client shuts down:
+    /// these are our own traces. Best effort: on failure the lock stays
+    /// held until its TTL runs out. Returns whether it was released.
+    fn give_back_one(&self, what: &str) -> bool {
+        let _giving_back = self.engine.server.giving_back();
+        match self.engine.release_script(self.lock, &self.field) {
+            Ok(_) => true,
+            Err(e) => {
                 log::warn!(
-                    "redhold: giving back a hold of {:?} counted twice failed: {}; \
+                    "redhold: giving back {what} of {:?} failed: {}; \
                      the lock stays held until its TTL runs out",
                     names::shorten(self.lock.name),
                     e.report()
                 );
-                return;
+                false
             }
         }
     }
@@ -327,19 +339,12 @@ impl<K: KindOps> Call<'_, K> {
             // Its generation is over: Redis no longer counts it for us.
             return;
         }
-        let _giving_back = self.engine.server.giving_back();
-        if let Err(e) = self.engine.release_script(self.lock, &self.field) {
-            log::warn!(
-                "redhold: giving back {:?}, taken as the client shut down, failed: {}; \
-                 it stays held until its TTL runs out",
-                names::shorten(self.lock.name),
-                e.report()
-            );
-        }
+        self.give_back_one("a hold taken as the client shut down");
     }
 
     /// A waiter whose hand-over was left unconfirmed ([`Wake::Unsettled`])
-    /// and that cannot try the lock (the client shut down) may hold it in
+    /// and that leaves without trying the lock (shutdown, interrupt, an
+    /// outage past its limits) may hold it in
     /// Redis with nobody knowing: the release handed it over and its reply
     /// was lost. When the thread holds no hold of this lock here, any hold
     /// under its field is such a trace: give one back, so that shutdown
@@ -357,14 +362,7 @@ impl<K: KindOps> Call<'_, K> {
         {
             return;
         }
-        let _giving_back = self.engine.server.giving_back();
-        if let Err(e) = self.engine.release_script(self.lock, &self.field) {
-            log::debug!(
-                "redhold: clearing {:?} of a hand-over cut short by shutdown failed: {}",
-                names::shorten(self.lock.name),
-                e.report()
-            );
-        }
+        self.give_back_one("a hold a hand-over may have left");
     }
 
     /// Tells the kind that this thread stopped waiting without the lock (a

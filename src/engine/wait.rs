@@ -218,11 +218,7 @@ impl<K: KindOps> Call<'_, K> {
             }
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 pass_on(handed_wake_up);
-                if maybe_handed {
-                    // Leaving without an attempt that would re-enter a lock
-                    // handed over unconfirmed: clear its trace.
-                    self.give_back_trace();
-                }
+                self.leave_unsettled(maybe_handed);
                 return Err(self.interrupted());
             }
             // How long the lock's TTL lets this waiter park; `None` while
@@ -242,7 +238,7 @@ impl<K: KindOps> Call<'_, K> {
                 match &attempt {
                     // No attempt can re-enter it now: clear the hand-over's
                     // trace, if there is one, so shutdown leaves none behind.
-                    Err(Error::Shutdown) if maybe_handed => self.give_back_trace(),
+                    Err(Error::Shutdown) => self.leave_unsettled(maybe_handed),
                     // The attempt ran: it re-entered a lock handed over, or
                     // found that no hand-over happened.
                     Ok(_) => maybe_handed = false,
@@ -279,7 +275,7 @@ impl<K: KindOps> Call<'_, K> {
                             None => Outage::began(started, cause),
                         };
                         if going_on.exceeds(tolerance) {
-                            self.leave_during_outage(maybe_handed);
+                            self.leave_unsettled(maybe_handed);
                             return Err(going_on.give_up(self.lock.name, tolerance));
                         }
                         outage = Some(going_on);
@@ -299,7 +295,7 @@ impl<K: KindOps> Call<'_, K> {
                         // Its own wait ran out while Redis was away: the
                         // lock's state is unknown, so an error, not `None`.
                         Some(outage) => {
-                            self.leave_during_outage(maybe_handed);
+                            self.leave_unsettled(maybe_handed);
                             Err(outage.give_up(self.lock.name, None))
                         }
                         None => Ok(None),
@@ -344,12 +340,12 @@ impl<K: KindOps> Call<'_, K> {
         }
     }
 
-    /// A waiter gives up during an outage: a hand-over left unconfirmed
-    /// may have made the lock its own, so clear that trace (best effort:
-    /// Redis is likely still away, and the trace then expires with its
+    /// A waiter leaves without an attempt that would re-enter a lock
+    /// handed over unconfirmed (`maybe_handed`): shutdown, an interrupt, an
+    /// outage past its limits. Clears that trace (best effort: during an
+    /// outage Redis is likely still away, and the trace expires with its
     /// lease).
-    #[cold]
-    fn leave_during_outage(&self, maybe_handed: bool) {
+    fn leave_unsettled(&self, maybe_handed: bool) {
         if maybe_handed {
             self.give_back_trace();
         }

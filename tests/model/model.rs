@@ -714,6 +714,15 @@ impl Model {
         }
     }
 
+    /// Every hold of `actor`, in history order.
+    pub(crate) fn holds_of(&self, actor: ActorId) -> impl Iterator<Item = &Hold> {
+        self.by_actor
+            .get(&actor)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.holds[i])
+    }
+
     /// The actor's label, or its number.
     pub(crate) fn label(&self, actor: ActorId) -> String {
         self.labels

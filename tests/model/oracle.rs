@@ -402,11 +402,7 @@ fn hold_counts(m: &Model, v: &mut Verdict) {
     for p in &m.probes {
         let mode = p.kind.mode();
         let relevant: Vec<&Hold> = m
-            .by_actor
-            .get(&p.actor)
-            .into_iter()
-            .flatten()
-            .map(|&i| &m.holds[i])
+            .holds_of(p.actor)
             .filter(|h| h.client == p.client && h.mode() == mode && h.names.contains(&p.name))
             .filter(|h| h.enter <= p.start)
             .collect();
@@ -557,18 +553,12 @@ fn loss_noticed(m: &Model, v: &mut Verdict) {
         }
         // Taking the lock again shares the hold count (documented), and
         // other faults may delay the watchdog's round trip.
-        let retaken = m
-            .by_actor
-            .get(&h.actor)
-            .into_iter()
-            .flatten()
-            .map(|&i| &m.holds[i])
-            .any(|o| {
-                o.client == h.client
-                    && o.names.iter().any(|n| h.names.contains(n))
-                    && o.call >= gone.checked_sub(Duration::from_secs(1)).unwrap_or(gone)
-                    && o.call <= exit
-            });
+        let retaken = m.holds_of(h.actor).any(|o| {
+            o.client == h.client
+                && o.names.iter().any(|n| h.names.contains(n))
+                && o.call >= gone.checked_sub(Duration::from_secs(1)).unwrap_or(gone)
+                && o.call <= exit
+        });
         let disturbed = m
             .faults
             .iter()
@@ -627,20 +617,14 @@ fn silent_loss(m: &Model, v: &mut Verdict) {
         // The thread took the lock again after the other holder came: its
         // field is in the hash once more and a release may count it
         // (`Lock::unlock` releases *a* hold of the thread).
-        let retaken = m
-            .by_actor
-            .get(&h.actor)
-            .into_iter()
-            .flatten()
-            .map(|&i| &m.holds[i])
-            .any(|o| {
-                o.id != h.id
-                    && o.client == h.client
-                    && o.names.contains(name)
-                    && o.mode() == h.mode()
-                    && o.enter > other.enter
-                    && o.enter < released
-            });
+        let retaken = m.holds_of(h.actor).any(|o| {
+            o.id != h.id
+                && o.client == h.client
+                && o.names.contains(name)
+                && o.mode() == h.mode()
+                && o.enter > other.enter
+                && o.enter < released
+        });
         if retaken {
             v.excuse("silent loss: the thread took the lock again before the release");
             continue;

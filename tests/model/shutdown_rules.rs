@@ -50,8 +50,7 @@ fn accounted(m: &Model, actor: ActorId, r: &Remain) -> bool {
             && s.client == r.client
             && s.start < r.at
             && s.busy_until > r.scan
-            && m.by_actor.get(&actor).into_iter().flatten().any(|&i| {
-                let h = &m.holds[i];
+            && m.holds_of(actor).any(|h| {
                 h.client == r.client
                     && h.names.contains(&r.name)
                     && h.call >= s.start
