@@ -7,19 +7,14 @@
 
 use std::error::Error;
 use std::fmt::Display;
-use std::fs;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::Client;
+mod support;
 
-const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
+use redhold::Client;
 
 type BoxResult<T> = Result<T, Box<dyn Error>>;
 
@@ -33,7 +28,8 @@ fn main() {
 fn run() -> BoxResult<()> {
     // Declared first so that it is dropped last, after every client is gone,
     // on the error paths as well.
-    let (url, _server) = pick_server()?;
+    start();
+    let (url, _server) = support::pick_server("quickstart")?;
     say("main", format_args!("connecting to {url}"));
     let client = Client::open(&url)?;
     // Names unique to this run, so a lock left behind by a killed earlier
@@ -237,98 +233,3 @@ fn secs(d: Duration) -> String {
 fn lease_text(lease: Option<Duration>) -> String {
     lease.map_or_else(|| "none (not locked)".to_string(), secs)
 }
-
-// --- a Redis server to talk to ---------------------------------------------
-
-/// `REDIS_URL` if set, else the default address if something listens there,
-/// else a throwaway `redis-server` (stopped when the `Throwaway` drops).
-fn pick_server() -> BoxResult<(String, Option<Throwaway>)> {
-    start();
-    if let Ok(url) = std::env::var("REDIS_URL") {
-        return Ok((url, None));
-    }
-    if TcpStream::connect(("127.0.0.1", 6379)).is_ok() {
-        return Ok((DEFAULT_URL.to_string(), None));
-    }
-    say(
-        "main",
-        "nothing answers at 127.0.0.1:6379; starting a throwaway redis-server",
-    );
-    let server = Throwaway::start()?;
-    Ok((format!("redis://127.0.0.1:{}/", server.port), Some(server)))
-}
-
-/// A `redis-server` from PATH on a free port, persistence off, in a temp dir;
-/// killed and its dir removed on drop.
-struct Throwaway {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Throwaway {
-    fn start() -> BoxResult<Throwaway> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let dir = std::env::temp_dir().join(format!("redhold-quickstart-{}", std::process::id()));
-        fs::create_dir_all(&dir)?;
-        let spawned = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--logfile", "redis.log"])
-            .current_dir(&dir)
-            .stdout(Stdio::null())
-            .spawn();
-        let child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                let _ = fs::remove_dir_all(&dir);
-                return Err(match e.kind() {
-                    ErrorKind::NotFound => NO_REDIS.into(),
-                    _ => format!("cannot run redis-server: {e}").into(),
-                });
-            }
-        };
-        // From here on, Drop kills the child and removes the dir.
-        let mut server = Throwaway { child, port, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !ping(port) {
-            if let Some(status) = server.child.try_wait()? {
-                let log = fs::read_to_string(server.dir.join("redis.log")).unwrap_or_default();
-                return Err(format!("redis-server exited with {status}; its log:\n{log}").into());
-            }
-            if Instant::now() >= deadline {
-                return Err("redis-server did not answer PING within 10 s".into());
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        say("main", format_args!("redis-server is up on port {port}"));
-        Ok(server)
-    }
-}
-
-impl Drop for Throwaway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = fs::remove_dir_all(&self.dir);
-        // Not println!: a closed stdout must not turn into a panic in Drop.
-        let _ = writeln!(std::io::stdout(), "(stopped the throwaway redis-server)");
-    }
-}
-
-fn ping(port: u16) -> bool {
-    let mut reply = [0u8; 7];
-    TcpStream::connect(("127.0.0.1", port))
-        .and_then(|mut stream| {
-            stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-            stream.write_all(b"PING\r\n")?;
-            stream.read_exact(&mut reply)
-        })
-        .is_ok_and(|()| &reply == b"+PONG\r\n")
-}
-
-const NO_REDIS: &str = "nothing answers at redis://127.0.0.1:6379/ and there is no \
-redis-server on PATH to start.
-Either point REDIS_URL at a Redis server, or install Redis 6.2 or later:
-    Debian/Ubuntu:  sudo apt-get install redis-server
-    macOS:          brew install redis
-then run `cargo run --example quickstart` again.";

@@ -1,27 +1,31 @@
 //! `Client::stats`: six threads contend for two locks for three seconds
-//! while the main thread prints the client's snapshot every half second.
+//! while the main thread prints the client's snapshot every half second, one
+//! table row each.
 //!
 //! Run it with `cargo run --example stats`. It uses `REDIS_URL` when set,
-//! else `redis://127.0.0.1:6379/`.
+//! else `redis://127.0.0.1:6379/`; when nothing answers there it starts a
+//! throwaway `redis-server` from PATH on a free port and stops it at the end.
+
+mod support;
 
 use std::error::Error;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use redhold::Client;
+use redhold::{Client, Stats};
 
 fn main() {
     if let Err(e) = run() {
         eprintln!("\nstats failed: {e}");
-        eprintln!("(is a Redis server running? set REDIS_URL to point at one)");
         std::process::exit(1);
     }
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    // Declared first so that it is dropped last, after the client is gone.
+    let (url, _server) = support::pick_server("stats")?;
     // A short watchdog timeout, so that renewal passes show up quickly.
     let client = Client::builder()
         .url(&url)
@@ -49,19 +53,50 @@ fn run() -> Result<(), Box<dyn Error>> {
         })
         .collect();
 
+    let started = Instant::now();
+    println!("\n{HEADER}");
     for _ in 0..6 {
         thread::sleep(Duration::from_millis(500));
-        println!("{:?}", client.stats());
+        println!("{}", row(started.elapsed(), &client.stats()));
     }
     stop.store(true, Ordering::Relaxed);
     let mut sections = 0;
     for worker in workers {
         sections += worker.join().map_err(|_| "a worker panicked")??;
     }
-    println!(
-        "{sections} critical sections; at the end: {:?}",
-        client.stats()
-    );
+    println!("{}", row(started.elapsed(), &client.stats()));
+    println!("\n{sections} critical sections in all.\n\n{LEGEND}");
     client.shutdown()?;
     Ok(())
+}
+
+const HEADER: &str =
+    "  time  held  parked  channels  renewals  lost  reconnects  handoffs  direct  courtesy";
+
+const LEGEND: &str = "\
+held        locks held now (one per lock and thread)
+parked      threads waiting now
+channels    wake-up channels subscribed to now
+renewals    watchdog passes so far
+lost        holds found lost so far
+reconnects  pub/sub connections replaced so far
+handoffs    locks taken by a thread woken by a release's message
+direct      locks a release handed straight to a parked thread of this client
+courtesy    times a woken thread stood back so another process could go first";
+
+/// One line of the table, aligned under [`HEADER`].
+fn row(at: Duration, s: &Stats) -> String {
+    format!(
+        "{:>5.1}s {:>5} {:>7} {:>9} {:>9} {:>5} {:>11} {:>9} {:>7} {:>9}",
+        at.as_secs_f64(),
+        s.held_locks,
+        s.parked_waiters,
+        s.subscribed_channels,
+        s.renewal_passes,
+        s.locks_lost,
+        s.pubsub_reconnects,
+        s.local_handoffs,
+        s.direct_handoffs,
+        s.courtesy_pauses,
+    )
 }
