@@ -40,6 +40,56 @@
 //! When the watchdog finds that a held lock expired or was deleted,
 //! [`LockGuard::is_held`] turns false and the release returns
 //! [`Error::LockLost`].
+//!
+//! # A tour
+//!
+//! **The kinds.** Every kind is a [`Lock<K>`](Lock) taken from a [`Client`]
+//! by name, with the same methods (`lock`, `try_lock`, `try_lock_for`,
+//! their `_with_lease` forms, `lock_interruptibly`, `unlock`,
+//! `force_unlock`, the queries):
+//!
+//! | kind | from | use it when |
+//! |---|---|---|
+//! | [`ReentrantLock`] | [`Client::lock`] | the default: one holder, re-entrant per thread |
+//! | [`FairLock`] | [`Client::fair_lock`] | waiters must get the lock in arrival order |
+//! | [`ReadLock`] / [`WriteLock`] | [`Client::read_write_lock`] | many readers or one writer |
+//! | [`FencedLock`] | [`Client::fenced_lock`] | a storage layer must refuse a stale holder (tokens) |
+//! | [`SpinLock`] | [`Client::spin_lock`] | no pub/sub (it retries with backoff) |
+//! | [`MultiLock`] | [`MultiLock::new`] | several locks, all or none |
+//! | [`RedLock`] | [`RedLock::new`] | one lock over independent servers (a majority) |
+//!
+//! docs/lock-kinds.md in the repository compares them at length.
+//!
+//! **The guard.** Taking a lock returns a [`LockGuard`] (or a
+//! [`MultiLockGuard`], a [`RedLockGuard`]); dropping it releases one hold,
+//! also when the thread panics. A guard stays on its thread, because Redis
+//! knows the holder as `<client-uuid>:<thread-id>`
+//! ([`Lock::holder_id`]). [`LockGuard::unlock`] releases with a `Result`;
+//! [`LockGuard::is_held`] says whether the watchdog still finds the lock.
+//!
+//! **The client's threads.** A [`Client`] (clone it freely; one per
+//! process) keeps a few command connections, one **subscriber** thread that
+//! hears releases and wakes the threads parked on them, and one
+//! **watchdog** thread that renews every lock held without a lease, in one
+//! call per hundred locks, every third of the watchdog timeout. A process
+//! that dies stops renewing, so its locks expire on their own.
+//! [`Client::stats`] shows what they are doing; [`Client::shutdown`] stops
+//! them and wakes every waiter with [`Error::Shutdown`].
+//!
+//! **When Redis is away.** Calls that wait (`lock`, `try_lock_for`,
+//! `lock_interruptibly`) wait through an outage and a failover, up to
+//! [`ClientBuilder::outage_tolerance`]; calls that do not wait fail fast.
+//! A lock lost meanwhile is reported ([`Error::LockLost`],
+//! [`ClientBuilder::on_lock_lost`]), never kept silently.
+//!
+//! **The tool.** The `redhold` binary (crate `redhold-cli`) lists, shows,
+//! watches and force-unlocks the locks of redhold and Redisson clients:
+//! `redhold list 'orders:*'`, `redhold show orders:42`.
+//!
+//! **Runnable examples.** `cargo run --example quickstart` walks through
+//! contention, reentrancy, leases and the watchdog against a local Redis
+//! (or a throwaway `redis-server` it starts); `examples/` has one per kind
+//! and `cargo run --example stats` prints [`Client::stats`] as a table.
 
 #![forbid(unsafe_code)]
 
