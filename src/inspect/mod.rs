@@ -61,8 +61,10 @@ impl Client {
     /// Every lock whose name matches `pattern` (Redis glob syntax: `*`,
     /// `?`, `[a-z]`, `\` escapes; `"*"` for all) that is held or has fair
     /// waiters, sorted by name. Found with `SCAN` (never `KEYS`), on every
-    /// master of a cluster; each hash found is then read like
-    /// [`inspect`](Self::inspect) does. Helper keys (read-hold keys, unlock
+    /// master of a cluster. One field of each hash found is read first
+    /// (pipelined, a page at a time): only a hash whose field is a holder id
+    /// or `mode` is then read like [`inspect`](Self::inspect) does, so a
+    /// keyspace of other hashes costs one cheap command per key. Helper keys (read-hold keys, unlock
     /// latches, queues, token counters) and hashes that are not locks are
     /// left out, and so are fenced locks nobody holds (their token counter
     /// lives forever).

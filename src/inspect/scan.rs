@@ -39,28 +39,31 @@ pub(super) fn lock_names(server: &Server, pattern: &str) -> Result<BTreeSet<Stri
 /// The candidate names on the server behind `conn`.
 fn collect(conn: &mut dyn ConnectionLike, pattern: &str) -> RedisResult<BTreeSet<String>> {
     let mut names = BTreeSet::new();
-    for key in scan(conn, pattern, "hash")? {
-        if let Ok(name) = String::from_utf8(key) {
-            names.insert(name);
-        }
-    }
+    scan(conn, pattern, "hash", |conn, page| {
+        names.extend(lock_like(conn, page)?);
+        Ok(())
+    })?;
     let queues = format!("{QUEUE_PREFIX}:*");
-    for key in scan(conn, &queues, "list")? {
-        let name = String::from_utf8(key)
-            .ok()
-            .and_then(|key| name_of_helper(QUEUE_PREFIX, &key));
-        if let Some(name) = name {
-            if pattern::matches(pattern.as_bytes(), name.as_bytes()) {
-                names.insert(name);
-            }
-        }
-    }
+    scan(conn, &queues, "list", |_, page| {
+        let found = page
+            .into_iter()
+            .filter_map(|key| String::from_utf8(key).ok())
+            .filter_map(|key| name_of_helper(QUEUE_PREFIX, &key))
+            .filter(|name| pattern::matches(pattern.as_bytes(), name.as_bytes()));
+        names.extend(found);
+        Ok(())
+    })?;
     Ok(names)
 }
 
-/// Every key of `key_type` matching `pattern` on the server behind `conn`.
-fn scan(conn: &mut dyn ConnectionLike, pattern: &str, key_type: &str) -> RedisResult<Vec<Vec<u8>>> {
-    let mut keys = Vec::new();
+/// Calls `each_page` with every page of keys of `key_type` matching
+/// `pattern` on the server behind `conn`.
+fn scan(
+    conn: &mut dyn ConnectionLike,
+    pattern: &str,
+    key_type: &str,
+    mut each_page: impl FnMut(&mut dyn ConnectionLike, Vec<Vec<u8>>) -> RedisResult<()>,
+) -> RedisResult<()> {
     let mut cursor: u64 = 0;
     loop {
         let (next, page): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
@@ -72,11 +75,53 @@ fn scan(conn: &mut dyn ConnectionLike, pattern: &str, key_type: &str) -> RedisRe
             .arg("TYPE")
             .arg(key_type)
             .query(conn)?;
-        keys.extend(page);
+        if !page.is_empty() {
+            each_page(conn, page)?;
+        }
         if next == 0 {
-            return Ok(keys);
+            return Ok(());
         }
         cursor = next;
+    }
+}
+
+/// The hashes of `page` that may be locks, asked in one round trip: one
+/// field of each (`HRANDFIELD`, pipelined). Every field of a lock's hash is
+/// a holder id or a read-write lock's `mode`, so a hash whose field is
+/// neither is no lock; the others are read in full later. A keyspace of
+/// hashes that are not locks thus costs a pipelined command per key, not a
+/// script.
+fn lock_like(conn: &mut dyn ConnectionLike, page: Vec<Vec<u8>>) -> RedisResult<Vec<String>> {
+    let mut pipe = redis::pipe();
+    for key in &page {
+        pipe.cmd("HRANDFIELD").arg(key);
+    }
+    // Nil for a hash deleted since the scan saw it.
+    let fields: Vec<Option<Vec<u8>>> = pipe.query(conn)?;
+    Ok(page
+        .into_iter()
+        .zip(fields)
+        .filter(|(_, field)| field.as_deref().is_some_and(holder_or_mode))
+        .filter_map(|(key, _)| String::from_utf8(key).ok())
+        .collect())
+}
+
+/// Whether `field` can be a field of a lock's hash: `mode`, or
+/// `<uuid>:<thread>` (with `:write` after it for a writer).
+fn holder_or_mode(field: &[u8]) -> bool {
+    if field == b"mode" {
+        return true;
+    }
+    let id = field.strip_suffix(b":write").unwrap_or(field);
+    match id.iter().rposition(|&b| b == b':') {
+        Some(colon) => {
+            let (client, thread) = (&id[..colon], &id[colon + 1..]);
+            client.len() == 36
+                && client.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
+                && !thread.is_empty()
+                && thread.iter().all(u8::is_ascii_digit)
+        }
+        None => false,
     }
 }
 
@@ -95,7 +140,19 @@ fn name_of_helper(prefix: &str, key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::name_of_helper;
+    use super::{holder_or_mode, name_of_helper};
+
+    #[test]
+    fn only_holder_ids_and_mode_make_a_hash_a_candidate() {
+        let id = "2a6c8f5e-4b1d-4f7e-9c3a-1d2e3f4a5b6c";
+        assert!(holder_or_mode(format!("{id}:1").as_bytes()));
+        assert!(holder_or_mode(format!("{id}:12:write").as_bytes()));
+        assert!(holder_or_mode(b"mode"));
+        assert!(!holder_or_mode(b"name"));
+        assert!(!holder_or_mode(format!("{id}:").as_bytes()));
+        assert!(!holder_or_mode(format!("{id}:x").as_bytes()));
+        assert!(!holder_or_mode(b"short:1"));
+    }
 
     #[test]
     fn helper_keys_give_back_the_lock_name() {
