@@ -91,9 +91,13 @@ pub(crate) enum Command {
         /// Only lock names matching this Redis glob pattern.
         #[arg(default_value = "*")]
         pattern: String,
+        /// One JSON array of the locks, each as `show --json` prints it
+        /// (`[]` when none matches).
+        #[arg(long, conflicts_with = "json_lines")]
+        json: bool,
         /// One JSON object per line, as `show --json` prints it.
         #[arg(long)]
-        json: bool,
+        json_lines: bool,
     },
     /// Show one lock in full.
     ///

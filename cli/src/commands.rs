@@ -19,7 +19,11 @@ const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
 pub(crate) fn run(cli: Cli) -> Result<(), Failure> {
     let client = connect(&cli.connection)?;
     match cli.command {
-        Command::List { pattern, json } => list(&client, &pattern, json),
+        Command::List {
+            pattern,
+            json,
+            json_lines,
+        } => list(&client, &pattern, Format::pick(json, json_lines)),
         Command::Show { name, json } => show(&client, &name, json),
         Command::ForceUnlock { name, yes } => force_unlock(&client, &name, yes),
         Command::Watch { name, interval } => watch(&client, &name, Duration::from_millis(interval)),
@@ -63,17 +67,36 @@ fn node_url(node: &str) -> String {
     }
 }
 
-fn list(client: &Client, pattern: &str, as_json: bool) -> Result<(), Failure> {
+/// How `list` prints the locks.
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Table,
+    Json,
+    JsonLines,
+}
+
+impl Format {
+    fn pick(json: bool, json_lines: bool) -> Format {
+        match (json, json_lines) {
+            (_, true) => Format::JsonLines,
+            (true, false) => Format::Json,
+            (false, false) => Format::Table,
+        }
+    }
+}
+
+fn list(client: &Client, pattern: &str, format: Format) -> Result<(), Failure> {
     let locks = client.list_locks(pattern)?;
     let mut out = io::stdout().lock();
-    if as_json {
-        for info in &locks {
-            print_line(&mut out, &json::lock(info))?;
+    match format {
+        Format::Json => print_line(&mut out, &json::locks(&locks))?,
+        Format::JsonLines => {
+            for info in &locks {
+                print_line(&mut out, &json::lock(info))?;
+            }
         }
-    } else if locks.is_empty() {
-        eprintln!("no lock matches {pattern:?}");
-    } else {
-        print_line(&mut out, &text::table(&locks))?;
+        Format::Table if locks.is_empty() => eprintln!("no lock matches {pattern:?}"),
+        Format::Table => print_line(&mut out, &text::table(&locks))?,
     }
     Ok(())
 }

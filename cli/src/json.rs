@@ -1,95 +1,119 @@
-//! `--json`: one object per lock, written by hand (a dozen fields need no
-//! serde).
+//! `--json`: the locks as JSON documents, made with serde.
+//!
+//! `show --json` prints one object; `list --json` prints one array (`[]`
+//! when nothing matches), so that `jq .` and `python3 -m json.tool` read
+//! the whole output; `list --json-lines` prints one object per line for
+//! streaming tools.
+//!
+//! An object: `{"name", "locked", "kind", "mode", "ttl_ms", "holders":
+//! [{"client", "thread", "count", "write"}], "queue": [{"client",
+//! "thread", "field", "deadline_ms"}], "subscribers", "token"}`; `null`
+//! where a value is unknown or does not apply.
 
-use std::fmt::Write;
+use std::time::UNIX_EPOCH;
 
-use redhold::inspect::LockInfo;
+use redhold::inspect::{LockInfo, Waiter};
+use serde::Serialize;
 
-/// The lock as one line of JSON:
-///
-/// `{"name":…,"locked":…,"kind":…,"mode":…,"ttl_ms":…,"holders":[{"client":…,"thread":…,"count":…,"write":…}],"queue":[…],"subscribers":…,"token":…}`
-pub(crate) fn lock(info: &LockInfo) -> String {
-    let mut out = String::from("{");
-    field(&mut out, "name", &string(&info.name));
-    field(&mut out, "locked", &info.locked.to_string());
-    field(&mut out, "kind", &string(info.kind.as_str()));
-    field(
-        &mut out,
-        "mode",
-        &info.mode.map_or("null".to_owned(), |m| string(m.as_str())),
-    );
-    field(
-        &mut out,
-        "ttl_ms",
-        &info
-            .ttl
-            .map_or("null".to_owned(), |ttl| ttl.as_millis().to_string()),
-    );
-    let holders: Vec<String> = info
-        .holders
-        .iter()
-        .map(|h| {
-            format!(
-                "{{\"client\":{},\"thread\":{},\"count\":{},\"write\":{}}}",
-                string(&h.client.hyphenated().to_string()),
-                h.thread,
-                h.count,
-                h.write
-            )
-        })
-        .collect();
-    field(&mut out, "holders", &format!("[{}]", holders.join(",")));
-    let queue: Vec<String> = info.queue.iter().map(|w| string(&w.field)).collect();
-    field(&mut out, "queue", &format!("[{}]", queue.join(",")));
-    field(&mut out, "subscribers", &info.subscribers.to_string());
-    field(
-        &mut out,
-        "token",
-        &info.token.map_or("null".to_owned(), |t| t.to_string()),
-    );
-    out.push('}');
-    out
+/// One lock, as the JSON object described above.
+#[derive(Debug, Serialize)]
+struct LockJson<'a> {
+    name: &'a str,
+    locked: bool,
+    kind: &'a str,
+    mode: Option<&'a str>,
+    ttl_ms: Option<u128>,
+    holders: Vec<HolderJson>,
+    queue: Vec<WaiterJson<'a>>,
+    subscribers: u64,
+    token: Option<u64>,
 }
 
-fn field(out: &mut String, key: &str, value: &str) {
-    if out.len() > 1 {
-        out.push(',');
-    }
-    out.push_str(&string(key));
-    out.push(':');
-    out.push_str(value);
+/// One holder of a lock.
+#[derive(Debug, Serialize)]
+struct HolderJson {
+    client: String,
+    thread: u64,
+    count: u64,
+    write: bool,
 }
 
-/// `text` as a JSON string literal.
-pub(crate) fn string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
+/// One entry of a fair lock's queue.
+#[derive(Debug, Serialize)]
+struct WaiterJson<'a> {
+    /// The waiting client's id, when the field is `<uuid>:<thread>`.
+    client: Option<&'a str>,
+    /// The waiting thread's number, when the field is `<uuid>:<thread>`.
+    thread: Option<u64>,
+    /// The field as stored in the queue.
+    field: &'a str,
+    /// When the entry times out, in Unix milliseconds, as the queue's
+    /// timeout set stores it.
+    deadline_ms: Option<u128>,
+}
+
+impl<'a> LockJson<'a> {
+    fn new(info: &'a LockInfo) -> Self {
+        LockJson {
+            name: &info.name,
+            locked: info.locked,
+            kind: info.kind.as_str(),
+            mode: info.mode.map(|m| m.as_str()),
+            ttl_ms: info.ttl.map(|ttl| ttl.as_millis()),
+            holders: info
+                .holders
+                .iter()
+                .map(|h| HolderJson {
+                    client: h.client.hyphenated().to_string(),
+                    thread: h.thread,
+                    count: h.count,
+                    write: h.write,
+                })
+                .collect(),
+            queue: info.queue.iter().map(WaiterJson::new).collect(),
+            subscribers: info.subscribers,
+            token: info.token,
         }
     }
-    out.push('"');
-    out
+}
+
+impl<'a> WaiterJson<'a> {
+    fn new(waiter: &'a Waiter) -> Self {
+        let parsed = waiter
+            .field
+            .rsplit_once(':')
+            .and_then(|(client, thread)| Some((client, thread.parse::<u64>().ok()?)));
+        WaiterJson {
+            client: parsed.map(|(client, _)| client),
+            thread: parsed.map(|(_, thread)| thread),
+            field: &waiter.field,
+            deadline_ms: waiter
+                .deadline
+                .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+                .map(|since| since.as_millis()),
+        }
+    }
+}
+
+/// The lock as one JSON object on one line.
+pub(crate) fn lock(info: &LockInfo) -> String {
+    serde_json::to_string(&LockJson::new(info)).expect("plain data always serializes")
+}
+
+/// The locks as one JSON array, pretty-printed.
+pub(crate) fn locks(infos: &[LockInfo]) -> String {
+    let all: Vec<LockJson<'_>> = infos.iter().map(LockJson::new).collect();
+    serde_json::to_string_pretty(&all).expect("plain data always serializes")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::string;
+    use super::*;
 
     #[test]
-    fn strings_are_escaped() {
-        assert_eq!(string("plain"), "\"plain\"");
-        assert_eq!(string("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(string("line\nfeed\u{1}"), "\"line\\nfeed\\u0001\"");
-        assert_eq!(string("{orders}:é"), "\"{orders}:é\"");
+    fn names_are_escaped_and_an_empty_list_is_an_array() {
+        assert_eq!(locks(&[]), "[]");
+        let quoted = serde_json::to_string("a\"b\\c\n\u{1}").unwrap();
+        assert_eq!(quoted, "\"a\\\"b\\\\c\\n\\u0001\"");
     }
 }

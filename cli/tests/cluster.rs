@@ -45,8 +45,10 @@ fn locks_on_every_master_are_listed_shown_and_force_unlocked() {
     for node in [&seed, &bare] {
         let listed = redhold(&["--cluster", node, "list", "--json"])
             .expect_code(0)
-            .json_lines();
+            .json();
         let found: BTreeSet<String> = listed
+            .as_array()
+            .expect("one array")
             .iter()
             .map(|l| l["name"].as_str().unwrap().to_owned())
             .collect();

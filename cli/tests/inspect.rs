@@ -87,11 +87,13 @@ fn every_kind_is_listed_and_shown() {
     server.cmd::<()>(&["HSET", "user:1", "name", "Ada"]);
     server.cmd::<()>(&["SET", "greeting", "hello"]);
 
-    // list --json: exactly the locks.
+    // list --json: one array, exactly the locks.
     let listed = redhold(&["--url", &url, "list", "--json"])
         .expect_code(0)
-        .json_lines();
+        .json();
     let names: BTreeSet<&str> = listed
+        .as_array()
+        .expect("list --json prints one array")
         .iter()
         .map(|l| l["name"].as_str().expect("name"))
         .collect();
@@ -126,8 +128,9 @@ fn every_kind_is_listed_and_shown() {
     let fair_line = lines.iter().find(|l| l.starts_with("fair ")).unwrap();
     assert!(fair_line.trim_end().ends_with(" 2"), "{fair_line}");
 
-    // A pattern narrows the list, to fair queues too.
-    let narrowed = redhold(&["--url", &url, "list", "--json", "f*"])
+    // A pattern narrows the list, to fair queues too (here one object per
+    // line); nothing matching is an empty array.
+    let narrowed = redhold(&["--url", &url, "list", "--json-lines", "f*"])
         .expect_code(0)
         .json_lines();
     let names: BTreeSet<&str> = narrowed
@@ -135,6 +138,10 @@ fn every_kind_is_listed_and_shown() {
         .map(|l| l["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, BTreeSet::from(["fenced", "fair"]));
+    let none = redhold(&["--url", &url, "list", "--json", "nothing*"])
+        .expect_code(0)
+        .json();
+    assert_eq!(none, json!([]));
 
     // show --json, kind by kind.
     let info = show(&url, "plain");
@@ -166,15 +173,21 @@ fn every_kind_is_listed_and_shown() {
     let info = show(&url, "fair");
     assert_eq!(info["kind"], "fair");
     assert_eq!(holder_clients(&info), [(id.clone(), 1, false)]);
-    let queue: Vec<&str> = info["queue"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let queue = info["queue"].as_array().unwrap();
     assert_eq!(queue.len(), 2, "{info}");
-    assert!(queue[0].starts_with(&format!("{}:", first.id())), "{info}");
-    assert!(queue[1].starts_with(&format!("{}:", second.id())), "{info}");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for (entry, waiter) in queue.iter().zip([&first, &second]) {
+        assert_eq!(entry["client"], waiter.id().to_string(), "{info}");
+        assert!(entry["thread"].is_u64(), "{info}");
+        let field = entry["field"].as_str().unwrap();
+        assert!(field.starts_with(&format!("{}:", waiter.id())), "{info}");
+        // The queue entry's deadline lies ahead, in Unix milliseconds.
+        let deadline = entry["deadline_ms"].as_u64().expect("a deadline");
+        assert!(deadline > now_ms - 60_000, "{info}");
+    }
     // Each waiter listens on its own channel, on its client's connection.
     assert_eq!(info["subscribers"], 2, "{info}");
 
