@@ -126,7 +126,9 @@ pub(crate) enum Command {
     /// Show one lock and redraw it as it changes, until Ctrl-C.
     ///
     /// Redrawn when its holders, mode, waiters, listeners or token change;
-    /// a TTL renewed by a watchdog is not a change.
+    /// a TTL renewed by a watchdog is not a change. While Redis is
+    /// unreachable (a restart, a failover) it says "reconnecting…" and
+    /// carries on once Redis answers again.
     Watch {
         /// The lock's name.
         name: String,

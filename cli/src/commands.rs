@@ -2,7 +2,7 @@
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redhold::inspect::LockInfo;
 use redhold::Client;
@@ -169,12 +169,44 @@ fn confirm(info: &LockInfo) -> Result<(), Failure> {
     }
 }
 
-/// Redraws the lock whenever anything but its TTL changes.
+/// Redraws the lock whenever anything but its TTL changes. While Redis is
+/// unreachable (a restart, a failover) it says so once and keeps asking;
+/// once Redis answers again it redraws. Only Ctrl-C, or an error that
+/// waiting cannot cure (refused access, a name that holds no lock), ends it.
 fn watch(client: &Client, name: &str, interval: Duration) -> Result<(), Failure> {
     let terminal = io::stdout().is_terminal();
     let mut last: Option<LockInfo> = None;
+    let mut away_since: Option<Instant> = None;
     loop {
-        let info = client.inspect(name)?;
+        let info = match client.inspect(name) {
+            Ok(info) => info,
+            Err(e) => {
+                let failure = Failure::from(e);
+                if failure.code != crate::failure::UNREACHABLE {
+                    return Err(failure);
+                }
+                if away_since.is_none() {
+                    away_since = Some(Instant::now());
+                    let line = format!(
+                        "{} UTC: Redis is unreachable; reconnecting… (Ctrl-C to stop)\n  {failure}",
+                        clock(SystemTime::now())
+                    );
+                    print_line(&mut io::stdout().lock(), &line)?;
+                }
+                thread::sleep(interval);
+                continue;
+            }
+        };
+        if let Some(since) = away_since.take() {
+            let line = format!(
+                "{} UTC: reconnected after {:.1} s",
+                clock(SystemTime::now()),
+                since.elapsed().as_secs_f64()
+            );
+            print_line(&mut io::stdout().lock(), &line)?;
+            // Whatever changed meanwhile, draw the lock again.
+            last = None;
+        }
         let mut compared = info.clone();
         compared.ttl = None;
         if last.as_ref() != Some(&compared) {

@@ -242,3 +242,24 @@ fn watch_redraws_when_the_holders_change() {
     guard.unlock().unwrap();
     watch.lines_until(PROMPTLY, is("no"));
 }
+
+/// A server restart does not end `watch`: it says it is reconnecting, and
+/// draws the lock again once the server is back.
+#[test]
+fn watch_rides_out_a_server_restart() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    let watch = Running::start(&["--url", &url, "watch", "restarted", "--interval", "50"]);
+    watch.lines_until(PROMPTLY, |line| line == "locked:      no");
+
+    server.stop();
+    watch.lines_until(PROMPTLY, |line| line.contains("reconnecting"));
+    server.start_again();
+    watch.lines_until(PROMPTLY, |line| line.contains("reconnected after"));
+    watch.lines_until(PROMPTLY, |line| line == "locked:      no");
+
+    // And it still follows the lock.
+    let client = server.client();
+    let _guard = client.lock("restarted").lock().unwrap();
+    watch.lines_until(PROMPTLY, |line| line == "locked:      yes");
+}
