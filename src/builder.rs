@@ -47,6 +47,18 @@ impl ClientBuilder {
         self
     }
 
+    /// The client's name for operators, shown with its host and process id
+    /// beside its holds in `redhold show`/`list` and in `CLIENT LIST` (see
+    /// [`Client::identity`]). Bytes Redis does not allow in a connection
+    /// name (spaces, control and non-ASCII characters) become `_`; at most
+    /// 64 are kept.
+    ///
+    /// Defaults to the executable's file name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.client_name = Some(name.into());
+        self
+    }
+
     /// Connects to a Redis Cluster through any of `nodes` (URLs like
     /// `redis://host:port`, with credentials if the cluster needs them)
     /// instead of [`url`](Self::url). Scripts go to the node that owns the
@@ -257,6 +269,12 @@ impl ClientBuilder {
         non_zero("connect timeout", c.connect_timeout)?;
         non_zero("response timeout", c.response_timeout)?;
         non_zero("fair wait timeout", c.fair_wait_timeout)?;
+        if c.client_name.as_deref() == Some("") {
+            return Err(Error::InvalidArgument {
+                what: "client name",
+                reason: "it is empty; leave it unset to use the executable's name".into(),
+            });
+        }
         if let Some((replicas, timeout)) = c.sync_replicas {
             if replicas == 0 {
                 return Err(Error::InvalidArgument {

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::Result;
+use crate::identity::ClientIdentity;
 use crate::lock::{FairLock, FencedLock, Lock, SpinLock};
 use crate::lost_callbacks::LostCallbacks;
 use crate::pubsub::PubSub;
@@ -46,6 +47,7 @@ pub struct Client {
 
 struct Inner {
     id: Uuid,
+    identity: ClientIdentity,
     /// What every lock of this client acquires, waits and releases with.
     engine: Engine,
     watchdog: Watchdog,
@@ -55,7 +57,10 @@ struct Inner {
 impl Client {
     /// Connects and starts the client's threads; the builder has checked
     /// `config`.
-    pub(crate) fn start(config: Config) -> Result<Client> {
+    pub(crate) fn start(mut config: Config) -> Result<Client> {
+        let id = Uuid::new_v4();
+        let identity = ClientIdentity::of_this_process(config.client_name.as_deref());
+        config.connection_name = Some(identity.connection_name(id));
         let server = Arc::new(Server::open(&config)?);
         let counters = Arc::new(Counters::default());
         let pubsub = PubSub::start(Arc::clone(&server), Arc::clone(&counters))?;
@@ -68,7 +73,6 @@ impl Client {
             counters: Arc::clone(&counters),
             on_lost,
         })?;
-        let id = Uuid::new_v4();
         let engine = Engine::new(
             server,
             pubsub,
@@ -79,6 +83,7 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 id,
+                identity,
                 engine,
                 watchdog,
                 lost_callbacks,
@@ -89,6 +94,14 @@ impl Client {
     /// The client's random UUID, the first half of its holder fields.
     pub fn id(&self) -> Uuid {
         self.inner.id
+    }
+
+    /// Who the client is for operators: its name
+    /// ([`ClientBuilder::name`](crate::ClientBuilder::name)), host and
+    /// process id, also given to each of its connections (`CLIENT
+    /// SETNAME`), where `redhold show` and [`Client::inspect`] find them.
+    pub fn identity(&self) -> &ClientIdentity {
+        &self.inner.identity
     }
 
     /// What the client is doing now and has done so far: held locks,

@@ -48,6 +48,11 @@ pub(crate) struct Config {
     /// `None`: as long as its own wait.
     pub(crate) outage_tolerance: Option<Duration>,
     pub(crate) on_lock_lost: Option<LostCallback>,
+    /// `ClientBuilder::name`; `None`: the executable's name.
+    pub(crate) client_name: Option<String>,
+    /// The name every connection of the client is given (`CLIENT SETNAME`),
+    /// set when the client starts: see `identity.rs`.
+    pub(crate) connection_name: Option<String>,
 }
 
 impl Default for Config {
@@ -68,6 +73,8 @@ impl Default for Config {
             fair_wait_timeout: Duration::from_secs(300),
             outage_tolerance: Some(Duration::from_secs(60)),
             on_lock_lost: None,
+            client_name: None,
+            connection_name: None,
         }
     }
 }
@@ -90,6 +97,7 @@ impl fmt::Debug for Config {
             .field("fair_wait_timeout", &self.fair_wait_timeout)
             .field("outage_tolerance", &self.outage_tolerance)
             .field("on_lock_lost", &self.on_lock_lost.is_some())
+            .field("client_name", &self.client_name)
             .finish()
     }
 }

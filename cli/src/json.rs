@@ -6,13 +6,16 @@
 //! streaming tools.
 //!
 //! An object: `{"name", "locked", "kind", "mode", "ttl_ms", "holders":
-//! [{"client", "thread", "count", "write"}], "queue": [{"client",
-//! "thread", "field", "deadline_ms"}], "subscribers", "token"}`; `null`
-//! where a value is unknown or does not apply.
+//! [{"client", "thread", "client_name", "host", "pid", "count", "write"}],
+//! "queue": [{"client", "thread", "client_name", "host", "pid", "field",
+//! "deadline_ms"}], "subscribers", "token"}`; `null` where a value is
+//! unknown or does not apply (`client_name`, `host` and `pid` of a
+//! Redisson client).
 
 use std::time::UNIX_EPOCH;
 
 use redhold::inspect::{LockInfo, Waiter};
+use redhold::ClientIdentity;
 use serde::Serialize;
 
 /// One lock, as the JSON object described above.
@@ -23,7 +26,7 @@ struct LockJson<'a> {
     kind: &'a str,
     mode: Option<&'a str>,
     ttl_ms: Option<u128>,
-    holders: Vec<HolderJson>,
+    holders: Vec<HolderJson<'a>>,
     queue: Vec<WaiterJson<'a>>,
     subscribers: u64,
     token: Option<u64>,
@@ -31,11 +34,32 @@ struct LockJson<'a> {
 
 /// One holder of a lock.
 #[derive(Debug, Serialize)]
-struct HolderJson {
+struct HolderJson<'a> {
     client: String,
     thread: u64,
+    #[serde(flatten)]
+    identity: IdentityJson<'a>,
     count: u64,
     write: bool,
+}
+
+/// Who a holder or waiter is; every field `null` when unknown (a Redisson
+/// client, or `CLIENT LIST` refused).
+#[derive(Debug, Serialize)]
+struct IdentityJson<'a> {
+    client_name: Option<&'a str>,
+    host: Option<&'a str>,
+    pid: Option<u32>,
+}
+
+impl<'a> IdentityJson<'a> {
+    fn new(identity: Option<&'a ClientIdentity>) -> Self {
+        IdentityJson {
+            client_name: identity.map(|i| i.name.as_str()),
+            host: identity.map(|i| i.host.as_str()),
+            pid: identity.map(|i| i.pid),
+        }
+    }
 }
 
 /// One entry of a fair lock's queue.
@@ -45,6 +69,8 @@ struct WaiterJson<'a> {
     client: Option<&'a str>,
     /// The waiting thread's number, when the field is `<uuid>:<thread>`.
     thread: Option<u64>,
+    #[serde(flatten)]
+    identity: IdentityJson<'a>,
     /// The field as stored in the queue.
     field: &'a str,
     /// When the entry times out, in Unix milliseconds, as the queue's
@@ -66,6 +92,7 @@ impl<'a> LockJson<'a> {
                 .map(|h| HolderJson {
                     client: h.client.hyphenated().to_string(),
                     thread: h.thread,
+                    identity: IdentityJson::new(h.identity.as_ref()),
                     count: h.count,
                     write: h.write,
                 })
@@ -86,6 +113,7 @@ impl<'a> WaiterJson<'a> {
         WaiterJson {
             client: parsed.map(|(client, _)| client),
             thread: parsed.map(|(_, thread)| thread),
+            identity: IdentityJson::new(waiter.identity.as_ref()),
             field: &waiter.field,
             deadline_ms: waiter
                 .deadline

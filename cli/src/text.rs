@@ -3,6 +3,7 @@
 use std::time::{Duration, SystemTime};
 
 use redhold::inspect::{Kind, LockInfo};
+use redhold::ClientIdentity;
 
 /// `show`: one `key: value` line per property, holders and waiters indented
 /// below their count.
@@ -22,7 +23,11 @@ pub(crate) fn lock(info: &LockInfo) -> String {
             (Kind::ReadWrite, false) => " (read)",
             _ => "",
         };
-        lines.push(format!("  {}  {} {holds}{side}", holder.id(), holder.count));
+        lines.push(format!(
+            "  {}  {} {holds}{side}",
+            who(holder.identity.as_ref(), &holder.id()),
+            holder.count
+        ));
     }
     if info.kind == Kind::Fair {
         lines.push(format!("queue:       {}", info.queue.len()));
@@ -35,7 +40,8 @@ pub(crate) fn lock(info: &LockInfo) -> String {
                 Some(Err(_)) => "  (deadline passed: dropped at the next acquire)".to_owned(),
                 None => String::new(),
             };
-            lines.push(format!("  {}. {}{deadline}", place + 1, waiter.field));
+            let waiting = who(waiter.identity.as_ref(), &waiter.field);
+            lines.push(format!("  {}. {waiting}{deadline}", place + 1));
         }
     }
     lines.push(format!("subscribers: {}", info.subscribers));
@@ -46,6 +52,15 @@ pub(crate) fn lock(info: &LockInfo) -> String {
         ));
     }
     lines.join("\n")
+}
+
+/// A holder or waiter: `name@host:pid (uuid:thread)` for a redhold client
+/// whose identity is known, else the bare `uuid:thread` (Redisson clients).
+fn who(identity: Option<&ClientIdentity>, id: &str) -> String {
+    match identity {
+        Some(identity) => format!("{identity} ({id})"),
+        None => id.to_owned(),
+    }
 }
 
 /// `list`: a table with a header, columns as wide as their longest cell.
@@ -100,7 +115,11 @@ fn holders(info: &LockInfo) -> String {
         .map(|h| {
             let client = h.client.simple().to_string();
             let write = if h.write { "(w)" } else { "" };
-            format!("{}:{}{write}", &client[..8], h.thread)
+            let named = h
+                .identity
+                .as_ref()
+                .map_or_else(String::new, |identity| format!("{}@", identity.name));
+            format!("{named}{}:{}{write}", &client[..8], h.thread)
         })
         .collect();
     if info.holders.len() > 2 {

@@ -198,7 +198,16 @@ fn every_kind_is_listed_and_shown() {
         .clone();
     assert!(text.contains("kind:        fair"), "{text}");
     assert!(text.contains("queue:       2"), "{text}");
-    assert!(text.contains(&format!("1. {}:", first.id())), "{text}");
+    // First in line: its client's name@host:pid, then its holder id.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  1. "))
+        .expect("a first waiter");
+    assert!(
+        line.contains(&format!("@{}:", first.identity().host)),
+        "{text}"
+    );
+    assert!(line.contains(&format!("({}:", first.id())), "{text}");
 
     // A name with no lock, and names that hold something else.
     let info = show(&url, "nothing-here");
@@ -262,4 +271,34 @@ fn watch_rides_out_a_server_restart() {
     let client = server.client();
     let _guard = client.lock("restarted").lock().unwrap();
     watch.lines_until(PROMPTLY, |line| line == "locked:      yes");
+}
+
+/// `show` and `list` say who holds a lock: `name@host:pid (uuid:thread)`,
+/// and in JSON `client_name`, `host` and `pid`.
+#[test]
+fn holders_are_shown_by_name_host_and_pid() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let client = server.builder().name("nightly-report").build().unwrap();
+    let me = client.identity().clone();
+    let _guard = client.lock("named").lock().unwrap();
+
+    let text = redhold(&["--url", &url, "show", "named"])
+        .expect_code(0)
+        .stdout
+        .clone();
+    let who = format!("nightly-report@{}:{} ({}:", me.host, me.pid, client.id());
+    assert!(text.contains(&who), "{text}");
+
+    let info = show(&url, "named");
+    let holder = &info["holders"][0];
+    assert_eq!(holder["client_name"], "nightly-report", "{info}");
+    assert_eq!(holder["host"], me.host.as_str(), "{info}");
+    assert_eq!(holder["pid"], me.pid, "{info}");
+
+    let table = redhold(&["--url", &url, "list"])
+        .expect_code(0)
+        .stdout
+        .clone();
+    assert!(table.contains("nightly-report@"), "{table}");
 }

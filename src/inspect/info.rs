@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use uuid::Uuid;
 
+use crate::identity::ClientIdentity;
+
 /// What kind of lock a name holds, as far as its layout in Redis shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -79,6 +81,10 @@ pub struct Holder {
     /// Whether this is the writer of a read-write lock (its field ends in
     /// `:write`); a thread holding both read and write holds appears twice.
     pub write: bool,
+    /// Who the holding client is (name, host, pid), when it is a redhold
+    /// client still connected and `CLIENT LIST` may be read; `None` for a
+    /// Redisson client.
+    pub identity: Option<ClientIdentity>,
 }
 
 impl Holder {
@@ -98,6 +104,8 @@ pub struct Waiter {
     /// before (it died, or stopped waiting without saying so); by the
     /// clock of the client that queued it.
     pub deadline: Option<SystemTime>,
+    /// Who the waiting client is, as for [`Holder::identity`].
+    pub identity: Option<ClientIdentity>,
 }
 
 /// Everything Redis knows about one lock at one instant.

@@ -28,6 +28,7 @@
 //! | a token counter next to it (`redisson_lock_token:{name}`) | [`Kind::Fenced`] |
 //! | anything else | [`Kind::Lock`] (plain and spin locks; also a fair lock nobody waits for) |
 
+mod clients;
 mod info;
 mod pattern;
 mod scan;
@@ -55,6 +56,9 @@ impl Client {
         let server = self.engine().server();
         let mut info = snapshot::read(server, name)?;
         info.subscribers = snapshot::subscribers(server, &info)?;
+        if !info.is_vacant() {
+            clients::attach(&mut info, &clients::identities(server));
+        }
         Ok(info)
     }
 
@@ -77,13 +81,26 @@ impl Client {
     /// [`Error::Connect`] when a cluster master cannot be reached;
     /// [`Error::Shutdown`], [`Error::Redis`].
     pub fn list_locks(&self, pattern: &str) -> Result<Vec<LockInfo>> {
+        let server = self.engine().server();
         let mut locks = Vec::new();
-        for name in scan::lock_names(self.engine().server(), pattern)? {
-            match self.inspect(&name) {
+        for name in scan::lock_names(server, pattern)? {
+            names::validate(&name)?;
+            let found = snapshot::read(server, &name).and_then(|mut info| {
+                info.subscribers = snapshot::subscribers(server, &info)?;
+                Ok(info)
+            });
+            match found {
                 Ok(info) if !info.is_vacant() => locks.push(info),
                 // Released meanwhile, or a hash that is not a lock.
                 Ok(_) | Err(Error::WrongKind { .. }) => {}
                 Err(e) => return Err(e),
+            }
+        }
+        // One CLIENT LIST for all of them.
+        if !locks.is_empty() {
+            let known = clients::identities(server);
+            for info in &mut locks {
+                clients::attach(info, &known);
             }
         }
         Ok(locks)

@@ -92,6 +92,7 @@ pub(super) fn interpret(name: &str, raw: Raw) -> std::result::Result<LockInfo, &
                     .and_then(|score| score.parse::<f64>().ok())
                     .filter(|ms| ms.is_finite() && *ms >= 0.0)
                     .map(|ms| UNIX_EPOCH + Duration::from_millis(ms as u64)),
+                identity: None,
             })
             .collect()
     };
@@ -147,6 +148,7 @@ pub(super) fn interpret(name: &str, raw: Raw) -> std::result::Result<LockInfo, &
             thread,
             count,
             write,
+            identity: None,
         });
     }
     if mode.is_none() && info.holders.iter().any(|h| h.write) {

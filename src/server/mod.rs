@@ -263,6 +263,7 @@ impl Server {
             self.config().connect_timeout,
             self.config().response_timeout,
             tick,
+            self.config().connection_name.as_deref(),
         )
     }
 

@@ -219,7 +219,9 @@ pub(crate) struct Writer {
 }
 
 /// Opens a pub/sub connection (with `tls` for `rediss://` addresses),
-/// authenticates it and checks with a PING that the server serves it. The
+/// authenticates it, names it `name` (`CLIENT SETNAME`, see `identity.rs`)
+/// and so checks that the server serves it (a PING does when there is no
+/// name). The
 /// reader wakes up every `tick` with `Ok(None)` so that its owner can do
 /// housekeeping.
 ///
@@ -233,6 +235,7 @@ pub(crate) fn connect(
     connect_timeout: Duration,
     response_timeout: Duration,
     tick: Duration,
+    name: Option<&str>,
 ) -> io::Result<(Reader, Stream)> {
     let stream = Stream::connect(info.addr(), tls, connect_timeout)?;
     stream.set_write_timeout(Some(response_timeout))?;
@@ -261,14 +264,22 @@ pub(crate) fn connect(
         )
         .map_err(|e| explain(e, info, response_timeout))?;
     }
-    handshake(
+    let check: Vec<&[u8]> = match name {
+        Some(name) => vec![b"CLIENT", b"SETNAME", name.as_bytes()],
+        None => vec![b"PING"],
+    };
+    match handshake(
         &mut reader,
         &mut writer,
-        &[b"PING"],
+        &check,
         io::ErrorKind::ConnectionRefused,
         deadline,
-    )
-    .map_err(|e| explain(e, info, response_timeout))?;
+    ) {
+        // A user whose ACL denies CLIENT SETNAME still has a server that
+        // answers: the connection just goes unnamed.
+        Err(e) if name.is_some() && e.to_string().starts_with("NOPERM") => {}
+        other => other.map_err(|e| explain(e, info, response_timeout))?,
+    }
     reader.stream.set_read_timeout(Some(tick))?;
     Ok((reader, writer))
 }
