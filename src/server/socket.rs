@@ -219,13 +219,11 @@ pub(crate) struct Writer {
 }
 
 /// Opens a pub/sub connection (with `tls` for `rediss://` addresses),
-/// authenticates it, names it `name` (`CLIENT SETNAME`, see `identity.rs`)
-/// and so checks that the server serves it (a PING does when there is no
-/// name). The
-/// reader wakes up every `tick` with `Ok(None)` so that its owner can do
-/// housekeeping.
+/// authenticates it, and names it (`CLIENT SETNAME`, `identity.rs`; else a
+/// PING) to check that the server serves it. The reader wakes up every
+/// `tick` with `Ok(None)` so that its owner can do housekeeping.
 ///
-/// The PING matters after a disconnection: a server that accepts the socket
+/// The check matters after a disconnection: a server that accepts the socket
 /// and then refuses the client (`maxclients` reached) or does not answer at
 /// all (stalled) must count as a failed attempt, to be retried with
 /// backoff, not as a connection that then fails at once, again and again.
@@ -264,10 +262,8 @@ pub(crate) fn connect(
         )
         .map_err(|e| explain(e, info, response_timeout))?;
     }
-    let check: Vec<&[u8]> = match name {
-        Some(name) => vec![b"CLIENT", b"SETNAME", name.as_bytes()],
-        None => vec![b"PING"],
-    };
+    let check: Vec<&[u8]> =
+        name.map_or(vec![b"PING"], |n| vec![b"CLIENT", b"SETNAME", n.as_bytes()]);
     match handshake(
         &mut reader,
         &mut writer,
@@ -275,8 +271,7 @@ pub(crate) fn connect(
         io::ErrorKind::ConnectionRefused,
         deadline,
     ) {
-        // A user whose ACL denies CLIENT SETNAME still has a server that
-        // answers: the connection just goes unnamed.
+        // An ACL that denies CLIENT SETNAME: the server answers all the same.
         Err(e) if name.is_some() && e.to_string().starts_with("NOPERM") => {}
         other => other.map_err(|e| explain(e, info, response_timeout))?,
     }
