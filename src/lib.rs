@@ -42,6 +42,9 @@
 //! [`Error::LockLost`].
 
 #![forbid(unsafe_code)]
+// No silent `as` narrowing in the library: one once sent a huge duration
+// to Redis as "0". Tests and benches may cast freely.
+#![deny(clippy::cast_possible_truncation)]
 
 mod builder;
 mod client;
@@ -62,6 +65,7 @@ mod pubsub;
 mod read_write;
 mod red_lock;
 mod red_lock_guard;
+mod redact;
 mod renewals;
 mod scripts;
 mod server;

@@ -266,8 +266,8 @@ type Taken = (Vec<LockGuard>, Vec<Lock>);
 
 /// A random duration in `[0, max)`, from the OS's random source.
 fn random_below(max: Duration) -> Duration {
-    let random = uuid::Uuid::new_v4().as_u128() as u64;
-    let nanos = max.as_nanos().max(1) as u64;
+    let (random, _) = uuid::Uuid::new_v4().as_u64_pair();
+    let nanos = u64::try_from(max.as_nanos().max(1)).unwrap_or(u64::MAX);
     Duration::from_nanos(random % nanos)
 }
 
