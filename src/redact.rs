@@ -13,10 +13,12 @@
 const HIDDEN: &str = "***";
 
 /// The URL with any password replaced by `***`; when the URL cannot be
-/// parsed, only its scheme followed by `…`.
+/// parsed as `scheme://authority…`, only its scheme followed by `…` (`pw:x`
+/// parses as a URL with the scheme `pw`, so an authority is required).
 pub(crate) fn redact_url(text: &str) -> String {
     match url::Url::parse(text) {
-        Ok(url) if is_redis_scheme(url.scheme()) && is_clean(&url) => hide_credentials(url),
+        Ok(url) if url.has_authority() && is_clean(&url) => hide_credentials(url),
+        _ if text.is_empty() => String::new(),
         _ => scheme_only(text),
     }
 }
@@ -28,15 +30,6 @@ pub(crate) fn redact_all(urls: &[String]) -> String {
         .map(|u| redact_url(u))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The schemes the redis crate connects to; anything else is not
-/// trusted to be a URL at all (`pw:s3cret` parses as one).
-fn is_redis_scheme(scheme: &str) -> bool {
-    matches!(
-        scheme,
-        "redis" | "rediss" | "valkey" | "valkeys" | "redis+unix" | "valkey+unix" | "unix"
-    )
 }
 
 /// False when an `@` lies outside the user info: `redis://us/er:pw@host`
@@ -88,9 +81,9 @@ fn scheme_only(text: &str) -> String {
                 && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
         {
-            format!("{s}://… (unparseable, not shown)")
+            format!("{s}://… (not shown: it does not parse)")
         }
-        _ => "… (unparseable, not shown)".to_owned(),
+        _ => "… (not shown: it does not parse)".to_owned(),
     }
 }
 
@@ -123,13 +116,13 @@ mod tests {
     fn what_does_not_parse_shows_only_its_scheme() {
         assert_eq!(
             redact_url("redis://:s3cret/PW@host/"),
-            "redis://… (unparseable, not shown)"
+            "redis://… (not shown: it does not parse)"
         );
         assert_eq!(
             redact_url("redis://us/er:s3cret@host/"),
-            "redis://… (unparseable, not shown)"
+            "redis://… (not shown: it does not parse)"
         );
-        assert_eq!(redact_url("not a url"), "… (unparseable, not shown)");
-        assert_eq!(redact_url("pw:s3cret"), "… (unparseable, not shown)");
+        assert_eq!(redact_url("not a url"), "… (not shown: it does not parse)");
+        assert_eq!(redact_url("pw:s3cret"), "… (not shown: it does not parse)");
     }
 }
