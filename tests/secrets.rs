@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use redhold::{Client, Error};
 use support::cluster::RedisCluster;
+use support::sentinel::{SentinelSetup, MASTER_NAME};
 use support::tls::TlsServer;
 use support::RedisServer;
 
@@ -69,6 +70,23 @@ fn debug_of_a_built_cluster_client_hides_passwords() {
         .expect("cluster client");
     assert_hidden(&format!("{client:?}"));
     assert_hidden(&format!("{:?}", client.lock("x")));
+}
+
+#[test]
+fn debug_of_a_built_sentinel_client_hides_passwords() {
+    let setup = SentinelSetup::start();
+    setup.require_password(SECRET);
+    let urls: Vec<String> = setup
+        .sentinel_urls()
+        .iter()
+        .map(|u| u.replace("redis://", &format!("redis://:{SECRET}@")))
+        .collect();
+    let client = Client::builder()
+        .sentinel(urls, MASTER_NAME)
+        .build()
+        .expect("sentinel client");
+    drop(client.lock("x").try_lock().unwrap());
+    assert_hidden(&format!("{client:?}"));
 }
 
 #[test]

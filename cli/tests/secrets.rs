@@ -10,6 +10,7 @@ use std::fs;
 
 use binary::{redhold, redhold_with_env};
 use support::cluster::RedisCluster;
+use support::sentinel::{SentinelSetup, MASTER_NAME};
 use support::RedisServer;
 
 const PASSWORD: &str = "s3cret/PW@x";
@@ -90,6 +91,27 @@ fn the_password_reaches_every_cluster_node() {
         &[("REDISCLI_AUTH", PASSWORD)],
     );
     run.expect_code(0);
+}
+
+#[test]
+fn the_password_reaches_every_sentinel_and_the_master() {
+    let setup = SentinelSetup::start();
+    setup.require_password(PASSWORD);
+    let nodes: Vec<String> = setup
+        .sentinel_urls()
+        .iter()
+        .map(|u| {
+            u.trim_start_matches("redis://")
+                .trim_end_matches('/')
+                .to_owned()
+        })
+        .collect();
+    let nodes = nodes.join(",");
+    let args = ["--sentinel", &nodes, "--master", MASTER_NAME, "list"];
+    redhold(&args)
+        .expect_code(ACCESS_DENIED)
+        .expect_one_line_error();
+    redhold_with_env(&args, &[("REDHOLD_PASSWORD", PASSWORD)]).expect_code(0);
 }
 
 #[test]
