@@ -6,15 +6,13 @@
 mod bounded;
 mod support;
 
-use std::io;
-use std::net::{TcpListener, TcpStream};
-use std::thread;
 use std::time::Duration;
 
 use redhold::{Client, Error};
+#[cfg(feature = "cluster")]
 use support::cluster::RedisCluster;
+#[cfg(feature = "sentinel")]
 use support::sentinel::{SentinelSetup, MASTER_NAME};
-use support::tls::TlsServer;
 use support::RedisServer;
 
 const SECRET: &str = "s3cretPW";
@@ -36,8 +34,9 @@ fn assert_error_hides(error: &Error) {
     assert_hidden(&error.report());
 }
 
+#[cfg(feature = "cluster")]
 #[test]
-fn debug_of_a_cluster_or_sentinel_builder_hides_passwords() {
+fn debug_of_a_cluster_builder_hides_passwords() {
     let cluster = Client::builder().cluster([
         format!("redis://user:{SECRET}@h:7000"),
         format!("redis://:{SECRET}@h:7001"),
@@ -45,7 +44,11 @@ fn debug_of_a_cluster_or_sentinel_builder_hides_passwords() {
     let shown = format!("{cluster:?}");
     assert_hidden(&shown);
     assert!(shown.contains("h:7001"), "{shown}");
+}
 
+#[cfg(feature = "sentinel")]
+#[test]
+fn debug_of_a_sentinel_builder_hides_passwords() {
     let sentinel =
         Client::builder().sentinel([format!("redis://user:{SECRET}@h:26379")], "mymaster");
     let shown = format!("{sentinel:?}");
@@ -53,6 +56,7 @@ fn debug_of_a_cluster_or_sentinel_builder_hides_passwords() {
     assert!(shown.contains("mymaster"), "{shown}");
 }
 
+#[cfg(feature = "cluster")]
 #[test]
 fn debug_of_a_built_cluster_client_hides_passwords() {
     let cluster = RedisCluster::start(3);
@@ -72,6 +76,7 @@ fn debug_of_a_built_cluster_client_hides_passwords() {
     assert_hidden(&format!("{:?}", client.lock("x")));
 }
 
+#[cfg(feature = "sentinel")]
 #[test]
 fn debug_of_a_built_sentinel_client_hides_passwords() {
     let setup = SentinelSetup::start();
@@ -117,16 +122,22 @@ fn an_unparseable_url_shows_nothing_past_its_scheme() {
         let error = Client::open(&url).expect_err("a malformed URL");
         assert!(matches!(error, Error::InvalidUrl { .. }), "{error:?}");
         assert_error_hides(&error);
-        let error = Client::builder()
-            .cluster([url.clone()])
-            .build()
-            .expect_err("a malformed URL");
-        assert_error_hides(&error);
-        let error = Client::builder()
-            .sentinel([url.clone()], "m")
-            .build()
-            .expect_err("a malformed URL");
-        assert_error_hides(&error);
+        #[cfg(feature = "cluster")]
+        {
+            let error = Client::builder()
+                .cluster([url.clone()])
+                .build()
+                .expect_err("a malformed URL");
+            assert_error_hides(&error);
+        }
+        #[cfg(feature = "sentinel")]
+        {
+            let error = Client::builder()
+                .sentinel([url.clone()], "m")
+                .build()
+                .expect_err("a malformed URL");
+            assert_error_hides(&error);
+        }
     }
 }
 
@@ -193,42 +204,55 @@ fn debug_of_a_lock_with_a_huge_name_stays_short() {
     }
 }
 
-/// Forwards every connection to 127.0.0.2:<port> to `to`, so that a
-/// server whose certificate names 127.0.0.1 and localhost is reached
-/// under another address.
-fn forward_from_another_address(to: u16) -> u16 {
-    let listener = TcpListener::bind("127.0.0.2:0").expect("127.0.0.2 is a loopback address");
-    let port = listener.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for inbound in listener.incoming().flatten() {
-            let Ok(outbound) = TcpStream::connect(("127.0.0.1", to)) else {
-                continue;
-            };
-            let mut a = inbound.try_clone().unwrap();
-            let mut b = outbound.try_clone().unwrap();
-            thread::spawn(move || io::copy(&mut a, &mut b));
-            let (mut c, mut d) = (outbound, inbound);
-            thread::spawn(move || io::copy(&mut c, &mut d));
-        }
-    });
-    port
-}
+/// The TLS test: a certificate for another host name.
+#[cfg(feature = "tls")]
+mod tls {
+    use std::io;
+    use std::net::{TcpListener, TcpStream};
+    use std::thread;
+    use std::time::Duration;
 
-#[test]
-fn a_certificate_for_another_host_is_not_blamed_on_the_ca() {
-    let server = TlsServer::start();
-    let port = forward_from_another_address(server.port());
-    let error = Client::builder()
-        .url(format!("rediss://127.0.0.2:{port}/"))
-        .tls_root_cert(server.ca_pem())
-        .connect_timeout(Duration::from_secs(2))
-        .retry_attempts(0)
-        .build()
-        .expect_err("the certificate does not name 127.0.0.2");
-    let message = error.to_string();
-    assert!(matches!(error, Error::Connect { .. }), "{error:?}");
-    assert!(
-        message.contains("not valid for the host name") && !message.contains("tls_root_cert"),
-        "the hint does not fit a wrong host name: {message}"
-    );
+    use redhold::{Client, Error};
+
+    use crate::support::tls::TlsServer;
+
+    /// Forwards every connection to 127.0.0.2:<port> to `to`, so that a
+    /// server whose certificate names 127.0.0.1 and localhost is reached
+    /// under another address.
+    fn forward_from_another_address(to: u16) -> u16 {
+        let listener = TcpListener::bind("127.0.0.2:0").expect("127.0.0.2 is a loopback address");
+        let port = listener.local_addr().unwrap().port();
+        thread::spawn(move || {
+            for inbound in listener.incoming().flatten() {
+                let Ok(outbound) = TcpStream::connect(("127.0.0.1", to)) else {
+                    continue;
+                };
+                let mut a = inbound.try_clone().unwrap();
+                let mut b = outbound.try_clone().unwrap();
+                thread::spawn(move || io::copy(&mut a, &mut b));
+                let (mut c, mut d) = (outbound, inbound);
+                thread::spawn(move || io::copy(&mut c, &mut d));
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn a_certificate_for_another_host_is_not_blamed_on_the_ca() {
+        let server = TlsServer::start();
+        let port = forward_from_another_address(server.port());
+        let error = Client::builder()
+            .url(format!("rediss://127.0.0.2:{port}/"))
+            .tls_root_cert(server.ca_pem())
+            .connect_timeout(Duration::from_secs(2))
+            .retry_attempts(0)
+            .build()
+            .expect_err("the certificate does not name 127.0.0.2");
+        let message = error.to_string();
+        assert!(matches!(error, Error::Connect { .. }), "{error:?}");
+        assert!(
+            message.contains("not valid for the host name") && !message.contains("tls_root_cert"),
+            "the hint does not fit a wrong host name: {message}"
+        );
+    }
 }
