@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::config::{lease_millis, non_zero, Config, Deployment};
+use crate::config::{lease_millis, non_zero, wire_millis, Config, Deployment};
 use crate::error::{Error, Result};
 
 impl Client {
@@ -269,6 +269,8 @@ impl ClientBuilder {
         non_zero("connect timeout", c.connect_timeout)?;
         non_zero("response timeout", c.response_timeout)?;
         non_zero("fair wait timeout", c.fair_wait_timeout)?;
+        // Sent to the fair lock's scripts with every acquire.
+        wire_millis("fair wait timeout", c.fair_wait_timeout)?;
         if c.client_name.as_deref() == Some("") {
             return Err(Error::InvalidArgument {
                 what: "client name",
@@ -283,6 +285,8 @@ impl ClientBuilder {
                 });
             }
             non_zero("sync_replicas timeout", timeout)?;
+            // Sent as WAIT's timeout, where 0 would mean "for ever".
+            wire_millis("sync_replicas timeout", timeout)?;
             if timeout >= c.response_timeout {
                 return Err(Error::InvalidArgument {
                     what: "sync_replicas timeout",

@@ -5,12 +5,15 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::lost_callbacks::LostCallback;
+#[cfg(any(feature = "cluster", feature = "sentinel"))]
+use crate::redact::redact_all;
+use crate::redact::redact_url;
 
 /// The URL used when none is given.
 pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379/";
 
-/// What the client connects to.
-#[derive(Clone, Debug)]
+/// What the client connects to. `Debug` hides passwords.
+#[derive(Clone)]
 pub(crate) enum Deployment {
     /// The server at `Config::url`.
     Standalone,
@@ -23,6 +26,22 @@ pub(crate) enum Deployment {
         sentinels: Vec<String>,
         master: String,
     },
+}
+
+impl fmt::Debug for Deployment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Deployment::Standalone => f.write_str("Standalone"),
+            #[cfg(feature = "cluster")]
+            Deployment::Cluster(nodes) => write!(f, "Cluster([{}])", redact_all(nodes)),
+            #[cfg(feature = "sentinel")]
+            Deployment::Sentinel { sentinels, master } => f
+                .debug_struct("Sentinel")
+                .field("sentinels", &redact_all(sentinels))
+                .field("master", master)
+                .finish(),
+        }
+    }
 }
 
 /// Settings a [`Client`](crate::Client) runs with, checked by
@@ -128,70 +147,51 @@ pub(crate) fn non_zero(what: &'static str, value: Duration) -> Result<()> {
     Ok(())
 }
 
+/// The longest duration the library sends to Redis, in ms: a century.
+/// `PEXPIRE` refuses values that overflow its internal arithmetic, and
+/// `WAIT` reads its timeout as a signed 64-bit number; a century is far
+/// beyond any sensible lease, wait or timeout.
+pub(crate) const LONGEST_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+
 /// Converts a lease to whole milliseconds for Redis, refusing zero and values
 /// that round down to zero.
 pub(crate) fn lease_millis(lease: Duration) -> Result<u64> {
-    let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    let ms = wire_millis("lease", lease)?;
     if ms == 0 {
         return Err(Error::InvalidArgument {
             what: "lease",
             reason: format!("{lease:?} is less than the 1 ms Redis can keep a key for"),
         });
     }
-    // PEXPIRE refuses values that overflow its internal arithmetic; a
-    // century is far beyond any sensible lease.
-    const MAX_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
-    if ms > MAX_MS {
-        return Err(Error::InvalidArgument {
-            what: "lease",
-            reason: format!("{lease:?} is longer than a century"),
-        });
-    }
     Ok(ms)
 }
 
-/// Several URLs, passwords hidden, joined by commas.
-#[cfg(any(feature = "cluster", feature = "sentinel"))]
-fn redact_all(urls: &[String]) -> String {
-    urls.iter()
-        .map(|u| redact_url(u))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Converts the setting `what` to whole milliseconds for Redis, refusing
+/// more than [`LONGEST_MS`] (a silent narrowing once sent a huge value as
+/// "0").
+pub(crate) fn wire_millis(what: &'static str, value: Duration) -> Result<u64> {
+    match u64::try_from(value.as_millis()) {
+        Ok(ms) if ms <= LONGEST_MS => Ok(ms),
+        _ => Err(Error::InvalidArgument {
+            what,
+            reason: format!(
+                "{value:?} is longer than a century ({LONGEST_MS} ms), the longest \
+                 this library sends to Redis"
+            ),
+        }),
+    }
 }
 
-/// The URL with any password replaced by `***`, fit for errors and logs.
-pub(crate) fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    match (authority.rfind('@'), authority.find(':')) {
-        (Some(at), Some(colon)) if colon < at => format!(
-            "{}{}:***{}",
-            &url[..scheme_end + 3],
-            &authority[..colon],
-            &rest[at..]
-        ),
-        _ => url.to_owned(),
-    }
+/// Whole milliseconds of a duration, saturating at `u64::MAX` (585 million
+/// years): for values already bounded by [`wire_millis`] or by a cap of
+/// their own, where saturating is the intended reading of "very long".
+pub(crate) fn saturating_millis(value: Duration) -> u64 {
+    u64::try_from(value.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(
-            redact_url("redis://user:secret@host:6379/0"),
-            "redis://user:***@host:6379/0"
-        );
-        assert_eq!(redact_url("redis://:secret@host/"), "redis://:***@host/");
-        assert_eq!(redact_url("redis://host:6379/"), "redis://host:6379/");
-        assert_eq!(redact_url("not a url"), "not a url");
-    }
 
     #[test]
     fn leases_must_be_whole_milliseconds() {

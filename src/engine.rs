@@ -174,7 +174,7 @@ impl Engine {
         self.server.check_open()?;
         let lease_ms = match lease {
             Some(lease) => lease_millis(lease)?,
-            None => self.watchdog_timeout().as_millis() as u64,
+            None => crate::config::saturating_millis(self.watchdog_timeout()),
         };
         let call = Call {
             engine: self,

@@ -252,6 +252,14 @@ impl fmt::Display for Error {
                 )
             }
             Error::Redis(_) => write!(f, "a Redis command failed"),
+            // A CA would not help here: the certificate is trusted but
+            // names another host.
+            Error::Connect { url, source } if classify::wrong_host_name(source) => write!(
+                f,
+                "cannot connect to Redis at {url}; the server's certificate is not valid for \
+                 the host name in the URL: connect with a name or address the certificate \
+                 lists (its subjectAltName)"
+            ),
             Error::Connect { url, source } if source.to_string().contains("certificate") => {
                 write!(
                     f,

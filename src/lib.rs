@@ -92,6 +92,9 @@
 //! and `cargo run --example stats` prints [`Client::stats`] as a table.
 
 #![forbid(unsafe_code)]
+// No silent `as` narrowing in the library: one once sent a huge duration
+// to Redis as "0". Tests and benches may cast freely.
+#![deny(clippy::cast_possible_truncation)]
 
 mod builder;
 mod client;
@@ -113,6 +116,7 @@ mod pubsub;
 mod read_write;
 mod red_lock;
 mod red_lock_guard;
+mod redact;
 mod renewals;
 mod scripts;
 mod server;

@@ -377,7 +377,7 @@ impl<K: LockKind> Lock<K> {
 impl<K: LockKind> fmt::Debug for Lock<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
-            .field("kind", &self.keys.kind)
+            .field("kind", &K::DESCRIPTION)
             .field("name", &names::shorten(&self.keys.name))
             .field("client", &self.client.id())
             .finish()

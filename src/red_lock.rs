@@ -36,6 +36,13 @@ const MAX_RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// correctness matters, protect the resource with a
 /// [`FencedLock`](crate::FencedLock) token checked by the storage itself.
 ///
+/// A restarted server is the limit operators can act on: keep a server
+/// that restarted without its data out of service for longer than the
+/// longest lease or watchdog timeout in use (every lock it had forgotten has
+/// then expired on the others too), or run every server with
+/// `appendonly yes` and `appendfsync always`. The library does not enforce
+/// the delay itself (see `docs/lock-kinds.md`).
+///
 /// ```no_run
 /// # fn main() -> redhold::Result<()> {
 /// use std::time::Duration;
@@ -266,8 +273,8 @@ type Taken = (Vec<LockGuard>, Vec<Lock>);
 
 /// A random duration in `[0, max)`, from the OS's random source.
 fn random_below(max: Duration) -> Duration {
-    let random = uuid::Uuid::new_v4().as_u128() as u64;
-    let nanos = max.as_nanos().max(1) as u64;
+    let (random, _) = uuid::Uuid::new_v4().as_u64_pair();
+    let nanos = u64::try_from(max.as_nanos().max(1)).unwrap_or(u64::MAX);
     Duration::from_nanos(random % nanos)
 }
 

@@ -104,7 +104,7 @@ impl Renewer {
         let mut report = PassReport::default();
         let mut lost_names = Vec::new();
         let records = self.renewals.snapshot();
-        let timeout_ms = self.timeout.as_millis() as u64;
+        let timeout_ms = crate::config::saturating_millis(self.timeout);
         let mut unreachable = false;
         for batch in self.batches(records) {
             let batch = batch.as_slice();

@@ -160,16 +160,25 @@ fn malformed_urls_are_refused_quickly() {
         let took = started.elapsed();
         match result {
             Err(Error::InvalidUrl { url: named, reason }) => {
-                assert_eq!(named, url);
+                // What does not parse is not shown: it may hold a password.
+                let shown = match url {
+                    "http://127.0.0.1:6379/" => url,
+                    "redis://127.0.0.1:notaport/" => "redis://… (not shown: it does not parse)",
+                    "" => "",
+                    _ => "… (not shown: it does not parse)",
+                };
+                assert_eq!(named, shown);
                 assert!(!reason.is_empty());
             }
             other => panic!("{url:?}: expected InvalidUrl, got {other:?}"),
         }
         assert!(took < Duration::from_secs(1), "{url:?} took {took:?}");
     }
-    let text = Client::open("not a url").unwrap_err().to_string();
+    let text = Client::open("http://127.0.0.1:6379/")
+        .unwrap_err()
+        .to_string();
     assert!(
-        text.contains("not a url"),
+        text.contains("http://127.0.0.1:6379/"),
         "the message names the URL: {text}"
     );
 }

@@ -167,7 +167,15 @@ fn odd_urls_are_refused_clearly() {
         match result {
             Err(e @ Error::InvalidUrl { .. }) => {
                 let text = e.to_string();
-                assert!(text.contains(url), "the URL is not named: {text}");
+                // A URL that does not parse is shown as its scheme alone:
+                // where its password ends is anybody's guess.
+                let shown = if url.starts_with("redis://127.0.0.1:99999") || url == "redis://[::1/"
+                {
+                    "redis://… (not shown: it does not parse)"
+                } else {
+                    url
+                };
+                assert!(text.contains(shown), "the URL is not named: {text}");
                 assert!(text.contains("expected redis://"), "no hint: {text}");
             }
             other => panic!("{url:?} was accepted: {other:?}"),

@@ -15,7 +15,15 @@ Exit codes:
   4  Redis refused access: wrong password or user, or missing ACL rights
   5  force-unlock not confirmed (answered no, or no terminal and no --yes)
 
-Errors are one line on stderr.";
+Errors are one line on stderr.
+
+Passwords: the command line (a password in --url, --cluster or --sentinel)
+is visible to every user of this machine (ps, /proc) and stays in the shell
+history. Give the password in the environment instead, as REDHOLD_PASSWORD
+or REDISCLI_AUTH (the variable redis-cli reads), or in a file with
+--password-file. It is used for --url (or REDIS_URL) and for every node of
+--cluster and --sentinel, except a URL that carries a password of its own.
+Passwords are never printed: errors show URLs with `***` in their place.";
 
 /// Looks at and operates the distributed locks that redhold (and Redisson)
 /// clients keep in Redis.
@@ -66,6 +74,18 @@ pub(crate) struct Connection {
     /// the system's roots.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) tls_root_cert: Option<PathBuf>,
+
+    /// The ACL user to log in as on every node (with the password of
+    /// --password-file, REDHOLD_PASSWORD or REDISCLI_AUTH).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) user: Option<String>,
+
+    /// Read the password from this file (its first line break ends it),
+    /// for every node; takes precedence over REDHOLD_PASSWORD and
+    /// REDISCLI_AUTH. Safer than a password on the command line, which
+    /// other users can see.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) password_file: Option<PathBuf>,
 
     /// How long connecting may take before the server counts as
     /// unreachable.

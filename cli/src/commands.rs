@@ -8,8 +8,9 @@ use redhold::inspect::LockInfo;
 use redhold::Client;
 
 use crate::args::{Cli, Command, Connection};
+use crate::credentials::Credentials;
 use crate::failure::{Failure, NOT_CONFIRMED, USAGE};
-use crate::{json, text};
+use crate::{escape, json, text};
 
 /// The server used when neither --url, REDIS_URL, --cluster nor --sentinel
 /// names one.
@@ -32,19 +33,22 @@ pub(crate) fn run(cli: Cli) -> Result<(), Failure> {
 
 /// A client for the deployment the options name.
 fn connect(options: &Connection) -> Result<Client, Failure> {
+    let credentials =
+        Credentials::gather(options.user.as_deref(), options.password_file.as_deref())?;
+    let with_credentials = |node: &String| credentials.apply(node_url(node));
     let mut builder = Client::builder().connect_timeout(options.connect_timeout);
     if !options.cluster.is_empty() {
-        builder = builder.cluster(options.cluster.iter().map(|n| node_url(n)));
+        builder = builder.cluster(options.cluster.iter().map(with_credentials));
     } else if !options.sentinel.is_empty() {
         let master = options.master.clone().unwrap_or_default();
-        builder = builder.sentinel(options.sentinel.iter().map(|n| node_url(n)), master);
+        builder = builder.sentinel(options.sentinel.iter().map(with_credentials), master);
     } else {
         let url = options
             .url
             .clone()
             .or_else(|| std::env::var("REDIS_URL").ok().filter(|u| !u.is_empty()))
             .unwrap_or_else(|| DEFAULT_URL.to_owned());
-        builder = builder.url(url);
+        builder = builder.url(credentials.apply(url));
     }
     if let Some(path) = &options.tls_root_cert {
         let pem = std::fs::read(path).map_err(|e| {
@@ -152,7 +156,9 @@ fn confirm(info: &LockInfo) -> Result<(), Failure> {
         } else {
             holders.join(", ")
         },
-        info.queue.len().max(info.subscribers as usize)
+        info.queue
+            .len()
+            .max(usize::try_from(info.subscribers).unwrap_or(usize::MAX))
     );
     let _ = io::stderr().flush();
     let mut answer = String::new();
@@ -214,7 +220,7 @@ fn watch(client: &Client, name: &str, interval: Duration) -> Result<(), Failure>
             let screen = format!(
                 "{}{} at {} UTC (Ctrl-C to stop)\n{}\n",
                 if terminal { "\x1b[2J\x1b[H" } else { "" },
-                name,
+                escape::name(name),
                 clock(SystemTime::now()),
                 text::lock(&info)
             );

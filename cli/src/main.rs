@@ -4,8 +4,13 @@
 //! This binary only reads arguments and prints; what it shows comes from
 //! the library's [`redhold::inspect`] module.
 
+// No silent `as` narrowing (the library denies it too).
+#![deny(clippy::cast_possible_truncation)]
+
 mod args;
 mod commands;
+mod credentials;
+mod escape;
 mod failure;
 mod json;
 mod text;

@@ -5,11 +5,13 @@ use std::time::{Duration, SystemTime};
 use redhold::inspect::{Kind, LockInfo};
 use redhold::ClientIdentity;
 
+use crate::escape;
+
 /// `show`: one `key: value` line per property, holders and waiters indented
 /// below their count.
 pub(crate) fn lock(info: &LockInfo) -> String {
     let mut lines = vec![
-        format!("name:        {}", info.name),
+        format!("name:        {}", escape::name(&info.name)),
         format!("kind:        {}", info.kind),
         format!("locked:      {}", if info.locked { "yes" } else { "no" }),
         format!("mode:        {}", info.mode.map_or("-", |m| m.as_str())),
@@ -40,7 +42,7 @@ pub(crate) fn lock(info: &LockInfo) -> String {
                 Some(Err(_)) => "  (deadline passed: dropped at the next acquire)".to_owned(),
                 None => String::new(),
             };
-            let waiting = who(waiter.identity.as_ref(), &waiter.field);
+            let waiting = who(waiter.identity.as_ref(), &escape::name(&waiter.field));
             lines.push(format!("  {}. {waiting}{deadline}", place + 1));
         }
     }
@@ -75,7 +77,7 @@ pub(crate) fn table(locks: &[LockInfo]) -> String {
     ]];
     for info in locks {
         rows.push([
-            info.name.clone(),
+            escape::name(&info.name),
             info.kind.to_string(),
             info.mode.map_or("-", |m| m.as_str()).to_owned(),
             holders(info),

@@ -28,3 +28,10 @@ pub(crate) fn refused_credentials(e: &redis::RedisError) -> bool {
             .iter()
             .any(|word| text.contains(word))
 }
+
+/// True when TLS refused the server's certificate because it names another
+/// host than the one connected to (rustls' `NotValidForName`).
+pub(super) fn wrong_host_name(e: &redis::RedisError) -> bool {
+    let text = e.to_string();
+    text.contains("NotValidForName") || text.contains("not valid for name")
+}

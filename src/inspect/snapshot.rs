@@ -91,7 +91,8 @@ pub(super) fn interpret(name: &str, raw: Raw) -> std::result::Result<LockInfo, &
                     .and_then(|(_, score)| std::str::from_utf8(score).ok())
                     .and_then(|score| score.parse::<f64>().ok())
                     .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                    .map(|ms| UNIX_EPOCH + Duration::from_millis(ms as u64)),
+                    .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
+                    .map(|since_epoch| UNIX_EPOCH + since_epoch),
                 identity: None,
             })
             .collect()

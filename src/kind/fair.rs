@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::sealed::KindOps;
 use super::{Attempt, ReleaseAttempts, Target};
-use crate::config::Config;
+use crate::config::{saturating_millis, Config};
 use crate::error::Result;
 use crate::names;
 use crate::scripts;
@@ -29,7 +29,7 @@ pub struct Fair {
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
+        .map(saturating_millis)
         .unwrap_or(0)
 }
 
@@ -43,7 +43,8 @@ impl KindOps for Fair {
             queue: names::prefixed("redisson_lock_queue", name),
             deadlines: names::prefixed("redisson_lock_timeout", name),
             channel_prefix: names::lock_channel(name),
-            wait_timeout_ms: config.fair_wait_timeout.as_millis() as u64,
+            // At most a century: checked by `build()`.
+            wait_timeout_ms: saturating_millis(config.fair_wait_timeout),
         }
     }
 

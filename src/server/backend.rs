@@ -8,8 +8,9 @@ use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 use super::opener::Opener;
 #[cfg(feature = "sentinel")]
 use super::sentinel::{Limits, Sentinels};
-use crate::config::{redact_url, Config, Deployment};
+use crate::config::{Config, Deployment};
 use crate::error::{Error, Result};
+use crate::redact::redact_url;
 
 /// A way to open command connections and to find pub/sub endpoints.
 pub(crate) enum Backend {
@@ -149,9 +150,10 @@ impl Backend {
                     Some(certs) => builder.certs(certs),
                     None => builder,
                 };
-                let client = builder
-                    .build()
-                    .map_err(|e| invalid_url(&nodes.join(", "), e))?;
+                let client = builder.build().map_err(|e| Error::InvalidUrl {
+                    url: crate::redact::redact_all(nodes),
+                    reason: e.to_string(),
+                })?;
                 Ok(Backend::Cluster { client, seeds })
             }
             #[cfg(feature = "sentinel")]

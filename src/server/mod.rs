@@ -237,7 +237,7 @@ impl Server {
     /// The unlock latch key of release `request_id` on lock `name`, and how
     /// long it must live in ms (see `lua/release.lua`).
     pub(crate) fn unlock_latch(&self, name: &str, request_id: &str) -> (String, u64) {
-        let ttl = unlock_latch_ttl(self.config()).as_millis() as u64;
+        let ttl = crate::config::saturating_millis(unlock_latch_ttl(self.config()));
         (crate::names::unlock_latch(name, request_id), ttl)
     }
 

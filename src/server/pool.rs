@@ -96,7 +96,8 @@ impl Pool {
             }
             let acknowledged: i64 = redis::cmd("WAIT")
                 .arg(replicas)
-                .arg(timeout.as_millis() as u64)
+                // At most a century: checked by `build()`.
+                .arg(crate::config::saturating_millis(timeout))
                 .query(conn)?;
             Ok((value, Some(usize::try_from(acknowledged).unwrap_or(0))))
         })

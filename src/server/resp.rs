@@ -74,7 +74,7 @@ fn parse_at(buf: &[u8], start: usize, depth: usize) -> Parsed {
             if count < 0 {
                 return Ok(Some((Frame::Array(None), after)));
             }
-            let mut items = Vec::with_capacity(count.min(16) as usize);
+            let mut items = Vec::with_capacity(usize::try_from(count.min(16)).unwrap_or(16));
             let mut pos = after;
             for _ in 0..count {
                 match parse_at(buf, pos, depth + 1)? {

@@ -90,6 +90,31 @@ impl SentinelSetup {
         self.sentinels.iter().map(Sentinel::url).collect()
     }
 
+    /// Makes every process ask for `password` (the sentinels through their
+    /// default ACL user, the servers with `requirepass`), keeping the
+    /// deployment whole: the sentinels and the replica are told it first.
+    /// The support's own helpers connect without a password afterwards,
+    /// so use it only where the test needs nothing more from them.
+    pub(crate) fn require_password(&self, password: &str) {
+        for sentinel in &self.sentinels {
+            sentinel
+                .cmd::<()>(&["SENTINEL", "SET", MASTER_NAME, "auth-pass", password])
+                .expect("SENTINEL SET auth-pass");
+        }
+        let with_password = format!(">{password}");
+        for sentinel in &self.sentinels {
+            sentinel
+                .cmd::<()>(&["ACL", "SETUSER", "default", "resetpass", &with_password])
+                .expect("ACL SETUSER on a sentinel");
+        }
+        self.replica
+            .cmd::<()>(&["CONFIG", "SET", "masterauth", password]);
+        self.replica
+            .cmd::<()>(&["CONFIG", "SET", "requirepass", password]);
+        self.master
+            .cmd::<()>(&["CONFIG", "SET", "requirepass", password]);
+    }
+
     /// The master's port as the first sentinel that answers has it, if any
     /// answers (right after a failover they may say "no such master").
     pub(crate) fn master_port_per_sentinels(&self) -> Option<u16> {

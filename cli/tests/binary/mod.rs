@@ -77,7 +77,11 @@ impl Run {
 /// The binary with `args`, with no REDIS_URL from the environment.
 fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redhold"));
-    command.args(args).env_remove("REDIS_URL");
+    command
+        .args(args)
+        .env_remove("REDIS_URL")
+        .env_remove("REDHOLD_PASSWORD")
+        .env_remove("REDISCLI_AUTH");
     command
 }
 
@@ -87,7 +91,14 @@ fn command(args: &[&str]) -> Command {
 ///
 /// If it cannot be started or runs longer than a minute.
 pub(crate) fn redhold(args: &[&str]) -> Run {
+    redhold_with_env(args, &[])
+}
+
+/// Runs the binary to completion, as [`redhold`] does, with the variables
+/// `env` set.
+pub(crate) fn redhold_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut child = command(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
