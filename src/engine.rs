@@ -7,6 +7,7 @@
 //! handles and guards of the public API stand on it.
 
 mod outage;
+mod pending;
 mod release;
 mod wait;
 
@@ -28,6 +29,9 @@ use crate::server::Server;
 use crate::stats::Counters;
 use crate::thread_id;
 use crate::waiting::Waiting;
+
+use pending::PendingReleases;
+pub(crate) use pending::ReleaseFn;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
@@ -70,6 +74,8 @@ pub(crate) struct Engine {
     id_text: String,
     /// Numbers release requests, for the unlock latch.
     next_request: AtomicU64,
+    /// Releases of dropped guards that Redis has not confirmed yet.
+    pending: PendingReleases,
 }
 
 impl Engine {
@@ -82,6 +88,7 @@ impl Engine {
         id_text: String,
     ) -> Engine {
         Engine {
+            pending: PendingReleases::new(Arc::clone(&server), Arc::clone(&renewals)),
             server,
             pubsub,
             renewals,
@@ -123,9 +130,18 @@ impl Engine {
     /// they took as shutdown began. Returns whether all ended in time.
     pub(crate) fn shutdown(&self, grace: Duration) -> bool {
         self.pubsub.shutdown();
-        Instant::now()
-            .checked_add(grace)
-            .is_none_or(|deadline| self.waiting.wait_until_none(deadline))
+        let Some(deadline) = Instant::now().checked_add(grace) else {
+            return true;
+        };
+        let left = self.waiting.wait_until_none(deadline);
+        // Releases of dropped guards get what is left of the grace.
+        self.pending.shutdown(deadline);
+        left
+    }
+
+    /// How many releases of dropped guards Redis has not confirmed yet.
+    pub(crate) fn pending_releases(&self) -> usize {
+        self.pending.len()
     }
 
     /// The calling thread's field in the hash of a lock of kind `kind`.
@@ -224,6 +240,8 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
     Target {
         server,
         name: lock.name,
+        deadline: None,
+        attempts_made: None,
     }
 }
 
@@ -242,6 +260,9 @@ impl<K: KindOps> Call<'_, K> {
     fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
         let engine = self.engine;
         engine.server.check_open()?;
+        // A release of this thread's earlier hold still pending would
+        // decrement the same field after this acquire: settle it first.
+        engine.pending.settle(self.lock.name, &self.field, None)?;
         let attempt = self
             .lock
             .kind

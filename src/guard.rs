@@ -117,7 +117,7 @@ impl<K: LockKind> Drop for LockGuard<K> {
         if self.done {
             return;
         }
-        if let Err(e) = self.lock.release(&self.hold) {
+        if let Err(e) = self.lock.release_on_drop(&self.hold) {
             log::warn!(
                 "redhold: releasing lock {:?} on guard drop failed: {}",
                 names::shorten(self.lock.name()),

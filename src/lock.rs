@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Client;
+use crate::engine::ReleaseFn;
 use crate::engine::{self, LockRef};
 use crate::error::Result;
 use crate::guard::LockGuard;
@@ -322,7 +323,23 @@ impl<K: LockKind> Lock<K> {
 
     /// Releases the hold a guard stands for.
     pub(crate) fn release(&self, hold: &Hold) -> Result<()> {
-        self.client.engine().release(self.lock_ref(), hold)
+        self.client.engine().release(self.lock_ref(), hold, None)
+    }
+
+    /// Releases the hold of a dropped guard: what Redis has not confirmed
+    /// within one response timeout goes on in the background.
+    pub(crate) fn release_on_drop(&self, hold: &Hold) -> Result<()> {
+        let background = || -> ReleaseFn {
+            let keys = Arc::clone(&self.keys);
+            Arc::new(move |at, field, id| {
+                keys.kind
+                    .release(at, field, id)
+                    .map_err(|e| crate::kind::wrong_kind(&keys.name, K::DESCRIPTION, e))
+            })
+        };
+        self.client
+            .engine()
+            .release(self.lock_ref(), hold, Some(&background))
     }
 
     /// Keeps the hold a guard stands for without it.

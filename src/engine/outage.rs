@@ -65,6 +65,11 @@ impl Outage {
         }
     }
 
+    /// When the outage will have lasted `tolerance` (when there is one).
+    pub(super) fn gives_up_at(&self, tolerance: Option<Duration>) -> Option<Instant> {
+        tolerance.and_then(|tolerance| self.since.checked_add(tolerance))
+    }
+
     /// Whether the outage has lasted `tolerance` (when there is one).
     pub(super) fn exceeds(&self, tolerance: Option<Duration>) -> bool {
         tolerance.is_some_and(|tolerance| self.lasted() >= tolerance)

@@ -2,8 +2,13 @@
 //! while a thread of this client is parked on it, the lock handed straight
 //! to that thread (see `pubsub/handover.rs`).
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::pending::{Pending, ReleaseFn};
 use super::{target, Engine, LockRef, HANDOFF_GRACE};
-use crate::error::{Error, Result};
+use crate::error::{is_transient, Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
 use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
@@ -15,7 +20,18 @@ use crate::stats::Counters;
 impl Engine {
     /// Releases one hold. Retries are safe: the script remembers each
     /// request's reply for a while (the unlock latch).
-    pub(crate) fn release<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Result<()> {
+    ///
+    /// With `background` (a guard's drop), the first attempt gets one
+    /// response timeout; a release still unconfirmed then is retried by the
+    /// client's release worker (see `pending.rs`) with the script that
+    /// `background` makes, and this returns `Ok`. Without it, the retry rule
+    /// bounds the call.
+    pub(crate) fn release<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        hold: &Hold,
+        background: Option<&dyn Fn() -> ReleaseFn>,
+    ) -> Result<()> {
         self.server.check_open()?;
         // Forget the hold first: if the release then fails, the lock expires
         // on its own instead of being renewed forever. A hold of a
@@ -42,9 +58,47 @@ impl Engine {
                 token_key: offer.token_key.as_deref(),
             }
         });
-        let released = self.run_release(lock, &hold.record.field, |at, field, id| {
-            lock.kind.release_to(at, field, id, to)
+        let request_id = self.next_request_id();
+        let made = AtomicU32::new(0);
+        let response_timeout = self.server.config().response_timeout;
+        let deadline = background.and_then(|_| Instant::now().checked_add(response_timeout));
+        let field = &hold.record.field;
+        let mut released = self.run_release(lock, &made, deadline, |at| {
+            lock.kind.release_to(at, field, &request_id, to)
         });
+        if let (Err(Error::Redis(e)), Some(make)) = (&released, background) {
+            if is_transient(e) {
+                let lease_end = match hold.renewal {
+                    Renewal::Leased { expires_at } => expires_at,
+                    _ => None,
+                };
+                let pending = Pending::new(
+                    request_id.clone(),
+                    made.load(Ordering::SeqCst),
+                    Arc::clone(&hold.record),
+                    lease_end,
+                    make(),
+                );
+                match self.pending.push(pending) {
+                    Ok(()) => {
+                        log::debug!(
+                            "redhold: release of {:?} unconfirmed after {response_timeout:?}; \
+                             carried on in the background",
+                            names::shorten(lock.name)
+                        );
+                        return Ok(());
+                    }
+                    // No room: wait for it here, within the retry rule.
+                    Err(_) => {
+                        released = self.run_release(lock, &made, None, |at| {
+                            lock.kind
+                                .release(at, field, &request_id)
+                                .map(ReleasedTo::code)
+                        });
+                    }
+                }
+            }
+        }
         // Dropped unsettled (an error, or no hand-over), the reserved
         // waiter wakes and tries the lock itself.
         let ReleasedTo {
@@ -100,6 +154,7 @@ impl Engine {
                     record,
                     renewal: Renewal::Unguarded,
                 },
+                None,
             ),
             // No hold known here, so no live guard either; Redis may still
             // count one that no guard stands for (see `release_orphans`):
@@ -123,22 +178,27 @@ impl Engine {
         lock: LockRef<'_, K>,
         field: &str,
     ) -> Result<Option<i64>> {
-        self.run_release(lock, field, |at, field, id| {
-            lock.kind.release(at, field, id)
+        let request_id = self.next_request_id();
+        let made = AtomicU32::new(0);
+        self.run_release(lock, &made, None, |at| {
+            lock.kind.release(at, field, &request_id)
         })
     }
 
-    /// Runs one release script of `lock`'s kind for `field` with a fresh
-    /// request id (for the unlock latch).
+    /// Runs one release request of `lock`'s kind: `made`
+    /// counts its attempts (for the unlock latch), which end at `deadline`
+    /// when one is given.
     fn run_release<K: KindOps, T>(
         &self,
         lock: LockRef<'_, K>,
-        field: &str,
-        script: impl FnOnce(crate::kind::Target<'_>, &str, &str) -> Result<T>,
+        made: &AtomicU32,
+        deadline: Option<Instant>,
+        script: impl FnOnce(crate::kind::Target<'_>) -> Result<T>,
     ) -> Result<T> {
-        let request_id = self.next_request_id();
-        script(target(&self.server, lock), field, &request_id)
-            .map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
+        let mut at = target(&self.server, lock);
+        at.deadline = deadline;
+        at.attempts_made = Some(made);
+        script(at).map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
     }
 
     /// A parked thread of this client to hand the lock to, when this

@@ -81,11 +81,18 @@ impl<K: KindOps> Call<'_, K> {
     /// late, each one more hold of ours to give back. `Err` only when
     /// Redis is still unreachable; any other failure is left to the
     /// attempt itself.
-    fn answers(&self) -> std::result::Result<(), redis::RedisError> {
-        let probe = self.engine.server.run(|conn| {
-            redis::cmd("EXISTS")
-                .arg(&**self.lock.name)
-                .query::<i64>(conn)
+    ///
+    /// The probe ends at `deadline` (the call's own, or where the outage
+    /// tolerance runs out), so that the last look of a waiting call does
+    /// not overrun it by the retry rule's whole bound.
+    fn answers(&self, deadline: Option<Instant>) -> std::result::Result<(), redis::RedisError> {
+        let server = &self.engine.server;
+        let probe = server.check_open().and_then(|()| {
+            server.pool().run_until(deadline, |conn| {
+                redis::cmd("EXISTS")
+                    .arg(&**self.lock.name)
+                    .query::<i64>(conn)
+            })
         });
         match probe.map_err(outage_cause) {
             Ok(_) | Err(Err(_)) => Ok(()),
@@ -227,7 +234,14 @@ impl<K: KindOps> Call<'_, K> {
                 None
             } else {
                 let started = Instant::now();
-                let attempt = match outage.as_ref().map(|_| self.answers()) {
+                let probe_until = |outage: &Outage| {
+                    let gives_up = outage.gives_up_at(tolerance);
+                    match (deadline, gives_up) {
+                        (Some(d), Some(g)) => Some(d.min(g)),
+                        (d, g) => d.or(g),
+                    }
+                };
+                let attempt = match outage.as_ref().map(|o| self.answers(probe_until(o))) {
                     // Still unreachable: no acquire sent.
                     Some(Err(cause)) => Err(Error::Redis(cause)),
                     _ => self.try_acquire(true),
