@@ -32,6 +32,7 @@ use crate::waiting::Waiting;
 
 use pending::PendingReleases;
 pub(crate) use pending::ReleaseFn;
+pub(crate) use release::Mode;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a

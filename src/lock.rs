@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::engine::ReleaseFn;
-use crate::engine::{self, LockRef};
+use crate::engine::{self, LockRef, Mode, ReleaseFn};
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::hold::Hold;
@@ -321,14 +320,11 @@ impl<K: LockKind> Lock<K> {
         Ok(held.map(|(hold, grant)| LockGuard::new(self.clone(), hold, grant)))
     }
 
-    /// Releases the hold a guard stands for.
-    pub(crate) fn release(&self, hold: &Hold) -> Result<()> {
-        self.client.engine().release(self.lock_ref(), hold, None)
-    }
-
-    /// Releases the hold of a dropped guard: what Redis has not confirmed
-    /// within one response timeout goes on in the background.
-    pub(crate) fn release_on_drop(&self, hold: &Hold) -> Result<()> {
+    /// Releases the hold a guard stands for: on the guard's drop, or with
+    /// its `unlock` (see [`Mode`]).
+    pub(crate) fn release(&self, hold: &Hold, on_drop: bool) -> Result<()> {
+        // What the client's release worker runs if Redis does not confirm
+        // the release in time (see `engine/pending.rs`).
         let background = || -> ReleaseFn {
             let keys = Arc::clone(&self.keys);
             Arc::new(move |at, field, id| {
@@ -337,9 +333,12 @@ impl<K: LockKind> Lock<K> {
                     .map_err(|e| crate::kind::wrong_kind(&keys.name, K::DESCRIPTION, e))
             })
         };
-        self.client
-            .engine()
-            .release(self.lock_ref(), hold, Some(&background))
+        let mode = if on_drop {
+            Mode::Drop(&background)
+        } else {
+            Mode::Unlock(&background)
+        };
+        self.client.engine().release(self.lock_ref(), hold, mode)
     }
 
     /// Keeps the hold a guard stands for without it.

@@ -17,20 +17,30 @@ use crate::pubsub::Reserved;
 use crate::renewals::{Kept, Which};
 use crate::stats::Counters;
 
+/// How a release waits for Redis to confirm it.
+#[derive(Clone, Copy)]
+pub(crate) enum Mode<'a> {
+    /// Within the retry rule's bound; the caller learns the outcome.
+    Wait,
+    /// A guard's drop: the first attempt gets one response timeout, then
+    /// the client's release worker carries it on (see `pending.rs`) with
+    /// the script this makes, and the drop returns.
+    Drop(&'a dyn Fn() -> ReleaseFn),
+    /// `LockGuard::unlock`: within the retry rule's bound, then handed to
+    /// the worker like a drop's, with [`Error::ReleaseUnconfirmed`].
+    Unlock(&'a dyn Fn() -> ReleaseFn),
+}
+
 impl Engine {
     /// Releases one hold. Retries are safe: the script remembers each
     /// request's reply for a while (the unlock latch).
     ///
-    /// With `background` (a guard's drop), the first attempt gets one
-    /// response timeout; a release still unconfirmed then is retried by the
-    /// client's release worker (see `pending.rs`) with the script that
-    /// `background` makes, and this returns `Ok`. Without it, the retry rule
-    /// bounds the call.
+    /// See [`Mode`] for how long it waits for Redis to confirm it.
     pub(crate) fn release<K: KindOps>(
         &self,
         lock: LockRef<'_, K>,
         hold: &Hold,
-        background: Option<&dyn Fn() -> ReleaseFn>,
+        mode: Mode<'_>,
     ) -> Result<()> {
         self.server.check_open()?;
         // Forget the hold first: if the release then fails, the lock expires
@@ -60,52 +70,88 @@ impl Engine {
         });
         let request_id = self.next_request_id();
         let made = AtomicU32::new(0);
+        let started = Instant::now();
         let response_timeout = self.server.config().response_timeout;
-        let deadline = background.and_then(|_| Instant::now().checked_add(response_timeout));
+        let quick = matches!(mode, Mode::Drop(_));
+        let deadline = quick
+            .then(|| started.checked_add(response_timeout))
+            .flatten();
         let field = &hold.record.field;
         let mut released = self.run_release(lock, &made, deadline, |at| {
             lock.kind.release_to(at, field, &request_id, to)
         });
-        if let (Err(Error::Redis(e)), Some(make)) = (&released, background) {
-            if is_transient(e) {
-                let lease_end = match hold.renewal {
-                    Renewal::Leased { expires_at } => expires_at,
-                    _ => None,
-                };
-                let pending = Pending::new(
-                    request_id.clone(),
-                    made.load(Ordering::SeqCst),
-                    Arc::clone(&hold.record),
-                    lease_end,
-                    make(),
-                );
-                match self.pending.push(pending) {
-                    Ok(()) => {
-                        log::debug!(
-                            "redhold: release of {:?} unconfirmed after {response_timeout:?}; \
-                             carried on in the background",
-                            names::shorten(lock.name)
-                        );
-                        return Ok(());
-                    }
-                    // No room: wait for it here, within the retry rule.
-                    Err(_) => {
-                        released = self.run_release(lock, &made, None, |at| {
-                            lock.kind
-                                .release(at, field, &request_id)
-                                .map(ReleasedTo::code)
-                        });
-                    }
-                }
-            }
+        let (Mode::Drop(make) | Mode::Unlock(make)) = mode else {
+            return self.released(lock, hold, released?, successor);
+        };
+        let unconfirmed = |released: &Result<ReleasedTo>| matches!(released, Err(Error::Redis(e)) if is_transient(e));
+        if !unconfirmed(&released) {
+            return self.released(lock, hold, released?, successor);
         }
+        // Unconfirmed: until Redis confirms it, an acquire of this lock by
+        // this thread waits for it (see `pending.rs`).
+        let pending = || {
+            let lease_end = match hold.renewal {
+                Renewal::Leased { expires_at } => expires_at,
+                _ => None,
+            };
+            Pending::new(
+                request_id.clone(),
+                made.load(Ordering::SeqCst),
+                Arc::clone(&hold.record),
+                lease_end,
+                make(),
+            )
+        };
+        if quick {
+            if self.pending.push(pending()).is_ok() {
+                log::debug!(
+                    "redhold: release of {:?} unconfirmed after {response_timeout:?}; \
+                     carried on in the background",
+                    names::shorten(lock.name)
+                );
+                return Ok(());
+            }
+            // No room: wait for it here, within the retry rule.
+            released = self.run_release(lock, &made, None, |at| {
+                lock.kind
+                    .release(at, field, &request_id)
+                    .map(ReleasedTo::code)
+            });
+        }
+        match released {
+            Err(Error::Redis(source)) if is_transient(&source) => {
+                if self.pending.push(pending()).is_err() {
+                    log::warn!(
+                        "redhold: too many releases pending; the lock {:?} expires after its TTL",
+                        names::shorten(lock.name)
+                    );
+                }
+                Err(Error::ReleaseUnconfirmed {
+                    lock: names::shorten(lock.name),
+                    waited: started.elapsed(),
+                    source,
+                })
+            }
+            released => self.released(lock, hold, released?, successor),
+        }
+    }
+
+    /// What a release's reply means for `hold` (and the `successor` it
+    /// may have been handed to).
+    fn released<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        hold: &Hold,
+        released: ReleasedTo,
+        successor: Option<Reserved>,
+    ) -> Result<()> {
         // Dropped unsettled (an error, or no hand-over), the reserved
         // waiter wakes and tries the lock itself.
         let ReleasedTo {
             reply,
             token,
             heard,
-        } = released?;
+        } = released;
         match reply {
             Some(HANDED_OVER) => {
                 if let Some(reserved) = successor {
@@ -154,7 +200,7 @@ impl Engine {
                     record,
                     renewal: Renewal::Unguarded,
                 },
-                None,
+                Mode::Wait,
             ),
             // No hold known here, so no live guard either; Redis may still
             // count one that no guard stands for (see `release_orphans`):

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::PROMPTLY;
 use crate::support::RedisServer;
+use redhold::Error;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(300);
@@ -152,4 +153,31 @@ fn shutdown_on_a_server_frozen_for_good_returns_within_its_grace() {
     );
     assert_eq!(holder.stats().pending_releases, 0);
     server.thaw();
+}
+
+#[test]
+fn unlock_on_a_frozen_server_gives_up_at_the_retry_bound_and_says_so() {
+    let server = RedisServer::start();
+    let holder = client(&server);
+    let other = server.client();
+    let name = "unlock-frozen";
+    let guard = holder.lock(name).lock().unwrap();
+    server.freeze();
+    let started = Instant::now();
+    let outcome = guard.unlock();
+    let took = started.elapsed();
+    // (connect + response) × 7 + 6 retry delays, and slack.
+    let bound = (CONNECT_TIMEOUT + RESPONSE_TIMEOUT) * 7 + Duration::from_millis(300 + 1000);
+    assert!(took < bound, "unlock took {took:?}");
+    match &outcome {
+        Err(e @ Error::ReleaseUnconfirmed { .. }) => {
+            assert!(e.to_string().contains("did not confirm the release"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(holder.stats().pending_releases, 1);
+    server.thaw();
+    let taken = other.lock(name).try_lock_for(PROMPTLY).unwrap();
+    assert!(taken.is_some(), "the unconfirmed release never ran");
+    assert_eq!(holder.stats().pending_releases, 0);
 }
