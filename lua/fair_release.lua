@@ -14,7 +14,9 @@
 -- Every release of a hold is latched, as in release.lua: a retry whose
 -- earlier attempt ran replays its reply.
 local retry = ARGV[6] == 'retry'
-if retry then
+-- Read on a first attempt too: one delayed in the network (a stalled
+-- server) may arrive after a retry of the same request ran.
+do
     local replayed = redis.call('get', KEYS[5])
     if replayed then
         return tonumber(replayed)

@@ -10,7 +10,9 @@
 --
 -- Every release of a hold is latched, as in release.lua.
 local retry = ARGV[5] == 'retry'
-if retry then
+-- Read on a first attempt too: one delayed in the network (a stalled
+-- server) may arrive after a retry of the same request ran.
+do
     local replayed = redis.call('get', KEYS[3])
     if replayed then
         return tonumber(replayed)

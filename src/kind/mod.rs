@@ -89,9 +89,9 @@ pub(crate) mod sealed {
     pub const GONE_ON_RETRY: i64 = 3;
 
     /// Names the attempts of one release request for its script: `"first"`,
-    /// then `"retry"`. A first attempt has no unlock latch to read; any
-    /// later one may follow an attempt that ran and lost its reply, whose
-    /// latch it replays.
+    /// then `"retry"`. A retry may follow an attempt that ran and lost its
+    /// reply, whose latch it replays; a first attempt reads the latch too,
+    /// since it may reach Redis late (a stalled server), after a retry ran.
     ///
     /// A release carried on in the background counts its attempts across
     /// calls (`shared`): an attempt after one that timed out is a retry,
