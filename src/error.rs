@@ -4,8 +4,8 @@ use std::fmt;
 
 mod classify;
 
-use classify::{is_not_resp, refused_credentials};
-pub(crate) use classify::{is_transient, outage_cause};
+use classify::refused_credentials;
+pub(crate) use classify::{is_not_resp, is_transient};
 
 /// Everything that can go wrong when taking, holding or releasing a lock.
 ///
@@ -439,7 +439,7 @@ mod tests {
             redis::ErrorKind::MasterNameNotFoundBySentinel,
             "not a master (yet)",
         ));
-        assert!(outage_cause(Error::Redis(failing_over)).is_ok());
+        assert!(Error::Redis(failing_over).is_connection_error());
         let unknown =
             redis::RedisError::from((redis::ErrorKind::EmptySentinelList, "no sentinel to ask"));
         assert!(!Error::Redis(unknown).is_connection_error());

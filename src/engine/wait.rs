@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::outage::Outage;
+use super::outage::{outage_cause, Outage};
 use super::{Call, HANDOFF_GRACE};
-use crate::error::{outage_cause, Error, Result};
+use crate::error::{Error, Result};
 use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;

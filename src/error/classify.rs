@@ -1,8 +1,6 @@
 //! What a Redis error says about its cause: the network (worth retrying),
 //! a peer that is no Redis server, refused credentials.
 
-use super::Error;
-
 /// Whether a Redis error is worth retrying: the network failed, not the
 /// request, or the sentinels know no master that is up (they are failing
 /// over: `server::sentinel` reports a master they see down, or a node they
@@ -29,34 +27,4 @@ pub(crate) fn refused_credentials(e: &redis::RedisError) -> bool {
         || ["wrongpass", "noauth", "authentication", "invalid password"]
             .iter()
             .any(|word| text.contains(word))
-}
-
-/// The Redis error behind `e` when `e` says that Redis cannot serve for
-/// now, which a waiting call rides out: the network failed (refused,
-/// dropped, timed out), the sentinels know no master that is up (they are
-/// failing over), or the server is loading its data, failing over or
-/// cannot take writes yet (`LOADING`, `TRYAGAIN`, `CLUSTERDOWN`,
-/// `MASTERDOWN`, `READONLY`: none ran the script). Any other error (a
-/// script error, `NOPERM`, `WrongKind`, refused credentials, a peer that
-/// does not speak RESP) is given back as it is.
-pub(crate) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, Error> {
-    use redis::{ErrorKind, ServerErrorKind};
-    match e {
-        Error::Redis(cause) | Error::Connect { source: cause, .. }
-            if (is_transient(&cause) && !is_not_resp(&cause))
-                || matches!(
-                    cause.kind(),
-                    ErrorKind::Server(
-                        ServerErrorKind::BusyLoading
-                            | ServerErrorKind::TryAgain
-                            | ServerErrorKind::ClusterDown
-                            | ServerErrorKind::MasterDown
-                            | ServerErrorKind::ReadOnly
-                    )
-                ) =>
-        {
-            Ok(cause)
-        }
-        e => Err(e),
-    }
 }
