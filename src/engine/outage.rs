@@ -49,6 +49,11 @@ impl Outage {
         self.last = cause;
     }
 
+    /// What the last failed attempt reported.
+    pub(super) fn last_cause(&self) -> redis::RedisError {
+        self.last.clone()
+    }
+
     /// How long Redis has been unreachable for this call.
     pub(super) fn lasted(&self) -> Duration {
         self.since.elapsed()

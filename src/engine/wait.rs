@@ -241,7 +241,12 @@ impl<K: KindOps> Call<'_, K> {
                         (d, g) => d.or(g),
                     }
                 };
-                let attempt = match outage.as_ref().map(|o| self.answers(probe_until(o))) {
+                let look = |o: &Outage| match probe_until(o) {
+                    // No time left for a look: still unreachable, as last seen.
+                    Some(until) if until <= Instant::now() => Err(o.last_cause()),
+                    until => self.answers(until),
+                };
+                let attempt = match outage.as_ref().map(look) {
                     // Still unreachable: no acquire sent.
                     Some(Err(cause)) => Err(Error::Redis(cause)),
                     _ => self.try_acquire(true),
