@@ -23,6 +23,9 @@ end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     if retry then
+        -- Latched: an earlier attempt still on its way must not release a
+        -- hold the same field takes afterwards.
+        redis.call('set', KEYS[5], 3, 'px', ARGV[3])
         return 3
     end
     return nil

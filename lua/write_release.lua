@@ -20,6 +20,9 @@ do
 end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     if retry then
+        -- Latched: an earlier attempt still on its way must not release a
+        -- hold the same field takes afterwards.
+        redis.call('set', KEYS[3], 3, 'px', ARGV[3])
         return 3
     end
     return nil
