@@ -14,7 +14,9 @@
 -- Every release of a hold is latched, as in release.lua: a retry whose
 -- earlier attempt ran replays its reply.
 local retry = ARGV[6] == 'retry'
-if retry then
+-- Read on a first attempt too: one delayed in the network (a stalled
+-- server) may arrive after a retry of the same request ran.
+do
     local replayed = redis.call('get', KEYS[5])
     if replayed then
         return tonumber(replayed)
@@ -42,16 +44,24 @@ local gone = nil
 if retry then
     gone = 3
 end
+-- A retry's "gone" is latched: an earlier attempt still on its way must
+-- not release a hold the same field takes afterwards.
+local function latch_gone()
+    if gone then
+        redis.call('set', KEYS[5], gone, 'px', ARGV[4])
+    end
+    return gone
+end
 if redis.call('exists', KEYS[1]) == 0 then
     wake_head()
-    return gone
+    return latch_gone()
 end
 if redis.call('hexists', KEYS[1], 'mode') == 1 then
     -- A read-write lock: no fair hold of ours.
     return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
-    return gone
+    return latch_gone()
 end
 if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
     -- Holds remain: the TTL stays what they need (never cut short).

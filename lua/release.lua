@@ -22,12 +22,14 @@
 -- Every release of a hold is latched (0, 1, 2 or "2:<token>"), so that a
 -- retry whose earlier attempt ran replays its reply ({1, heard} replays as
 -- 1), and a retry that finds neither latch nor field knows the hold was not
--- ours any more. A first attempt has no latch to read. A successor whose
+-- ours any more. A successor whose
 -- token counter INCR would refuse (not a non-negative integer) is not
 -- handed the lock: the lock is freed and announced instead, so nothing is
 -- written before a failing INCR, and the waiter's own acquire reports it.
 local retry = ARGV[5] == 'retry'
-if retry then
+-- Read on a first attempt too: one delayed in the network (a stalled
+-- server) may arrive after a retry of the same request ran.
+do
     local replayed = redis.call('get', KEYS[3])
     if replayed then
         -- A retry of a release that already ran: answer as the first time.
@@ -54,6 +56,9 @@ if redis.call('hexists', KEYS[1], 'mode') == 1 then
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     if retry then
+        -- Latched too: an earlier attempt of this request still on its way
+        -- must not release a hold the same field takes afterwards.
+        redis.call('set', KEYS[3], 3, 'px', ARGV[3])
         return 3
     end
     return nil

@@ -10,7 +10,9 @@
 --
 -- Every release of a hold is latched, as in release.lua.
 local retry = ARGV[5] == 'retry'
-if retry then
+-- Read on a first attempt too: one delayed in the network (a stalled
+-- server) may arrive after a retry of the same request ran.
+do
     local replayed = redis.call('get', KEYS[3])
     if replayed then
         return tonumber(replayed)
@@ -18,6 +20,9 @@ if retry then
 end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     if retry then
+        -- Latched: an earlier attempt still on its way must not release a
+        -- hold the same field takes afterwards.
+        redis.call('set', KEYS[3], 3, 'px', ARGV[3])
         return 3
     end
     return nil

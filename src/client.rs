@@ -120,6 +120,7 @@ impl Client {
         engine.counters().snapshot(
             engine.renewals().held(),
             engine.pubsub().subscribed_channels(),
+            engine.pending_releases(),
         )
     }
 

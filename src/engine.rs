@@ -6,7 +6,9 @@
 //! The engine knows locks only as a name and a kind ([`LockRef`]); the
 //! handles and guards of the public API stand on it.
 
+mod give_back;
 mod outage;
+mod pending;
 mod release;
 mod wait;
 
@@ -23,11 +25,15 @@ use crate::kind::sealed::KindOps;
 use crate::kind::{Attempt, Target};
 use crate::names;
 use crate::pubsub::PubSub;
-use crate::renewals::{RenewalMap, Which};
+use crate::renewals::RenewalMap;
 use crate::server::Server;
 use crate::stats::Counters;
 use crate::thread_id;
 use crate::waiting::Waiting;
+
+use pending::PendingReleases;
+pub(crate) use pending::ReleaseFn;
+pub(crate) use release::Mode;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
@@ -36,10 +42,6 @@ use crate::waiting::Waiting;
 /// held, so it parks behind them). A hand-off takes well under a
 /// millisecond; the grace only bounds the cost when the wake-up is lost.
 const HANDOFF_GRACE: Duration = Duration::from_millis(50);
-
-/// The most holds counted twice given back after one acquire: each costs a
-/// round trip, and more than a few means something else writes our field.
-const MAX_ORPHANS_RELEASED: u32 = 8;
 
 /// One lock as the engine sees it: its name and its kind's keys.
 #[derive(Debug)]
@@ -70,6 +72,8 @@ pub(crate) struct Engine {
     id_text: String,
     /// Numbers release requests, for the unlock latch.
     next_request: AtomicU64,
+    /// Releases of dropped guards that Redis has not confirmed yet.
+    pending: PendingReleases,
 }
 
 impl Engine {
@@ -82,6 +86,7 @@ impl Engine {
         id_text: String,
     ) -> Engine {
         Engine {
+            pending: PendingReleases::new(Arc::clone(&server), Arc::clone(&renewals)),
             server,
             pubsub,
             renewals,
@@ -123,9 +128,18 @@ impl Engine {
     /// they took as shutdown began. Returns whether all ended in time.
     pub(crate) fn shutdown(&self, grace: Duration) -> bool {
         self.pubsub.shutdown();
-        Instant::now()
-            .checked_add(grace)
-            .is_none_or(|deadline| self.waiting.wait_until_none(deadline))
+        let Some(deadline) = Instant::now().checked_add(grace) else {
+            return true;
+        };
+        let left = self.waiting.wait_until_none(deadline);
+        // Releases of dropped guards get what is left of the grace.
+        self.pending.shutdown(deadline);
+        left
+    }
+
+    /// How many releases of dropped guards Redis has not confirmed yet.
+    pub(crate) fn pending_releases(&self) -> usize {
+        self.pending.len()
     }
 
     /// The calling thread's field in the hash of a lock of kind `kind`.
@@ -224,6 +238,8 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
     Target {
         server,
         name: lock.name,
+        deadline: None,
+        attempts_made: None,
     }
 }
 
@@ -242,6 +258,9 @@ impl<K: KindOps> Call<'_, K> {
     fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
         let engine = self.engine;
         engine.server.check_open()?;
+        // A release of this thread's earlier hold still pending would
+        // decrement the same field after this acquire: settle it first.
+        engine.pending.settle(self.lock.name, &self.field, None)?;
         let attempt = self
             .lock
             .kind
@@ -286,83 +305,6 @@ impl<K: KindOps> Call<'_, K> {
             },
         };
         (Hold { record, renewal }, grant)
-    }
-
-    /// Gives back holds Redis counts for this thread that no guard stands
-    /// for: an acquire retried after its reply was lost, which counted
-    /// twice, or holds of a generation judged lost that Redis still had.
-    /// Left alone they would keep the lock after the last guard's release
-    /// until its TTL ran out. Best effort: a failure costs only that delay.
-    #[cold]
-    fn release_orphans(&self, orphans: u32) {
-        for _ in 0..orphans.min(MAX_ORPHANS_RELEASED) {
-            if !self.give_back_one("a hold counted twice") {
-                return;
-            }
-        }
-    }
-
-    /// Releases one hold under this thread's field that no guard stands
-    /// for (`what` it is, for the log), even while the client shuts down:
-    /// these are our own traces. Best effort: on failure the lock stays
-    /// held until its TTL runs out. Returns whether it was released.
-    fn give_back_one(&self, what: &str) -> bool {
-        let _giving_back = self.engine.server.giving_back();
-        match self.engine.release_script(self.lock, &self.field) {
-            Ok(_) => true,
-            Err(e) => {
-                log::warn!(
-                    "redhold: giving back {what} of {:?} failed: {}; \
-                     the lock stays held until its TTL runs out",
-                    names::shorten(self.lock.name),
-                    e.report()
-                );
-                false
-            }
-        }
-    }
-
-    /// Gives back `hold`, taken as the client shut down, so that the lock
-    /// does not stay held until its TTL runs out with no guard for it.
-    /// Best effort, like any release: a failure costs that delay.
-    #[cold]
-    fn give_back(&self, hold: Hold) {
-        let which = Which::Guard {
-            watched: hold.is_watched(),
-        };
-        if self
-            .engine
-            .renewals
-            .release_one(&hold.record, which)
-            .is_err()
-        {
-            // Its generation is over: Redis no longer counts it for us.
-            return;
-        }
-        self.give_back_one("a hold taken as the client shut down");
-    }
-
-    /// A waiter whose hand-over was left unconfirmed ([`Wake::Unsettled`])
-    /// and that leaves without trying the lock (shutdown, interrupt, an
-    /// outage past its limits) may hold it in
-    /// Redis with nobody knowing: the release handed it over and its reply
-    /// was lost. When the thread holds no hold of this lock here, any hold
-    /// under its field is such a trace: give one back, so that shutdown
-    /// leaves none behind. Only kinds that are handed over directly.
-    ///
-    /// [`Wake::Unsettled`]: crate::pubsub::Wake::Unsettled
-    #[cold]
-    fn give_back_trace(&self) {
-        if self.lock.kind.handover().is_none()
-            || self
-                .engine
-                .renewals
-                .find(self.lock.name, &self.field)
-                .is_some()
-        {
-            return;
-        }
-        self.give_back_one("a hold a hand-over may have left");
     }
 
     /// Tells the kind that this thread stopped waiting without the lock (a

@@ -4,8 +4,8 @@ use std::fmt;
 
 mod classify;
 
-pub(crate) use classify::is_transient;
-use classify::{is_not_resp, refused_credentials};
+use classify::refused_credentials;
+pub(crate) use classify::{is_not_resp, is_transient};
 
 /// Everything that can go wrong when taking, holding or releasing a lock.
 ///
@@ -132,6 +132,19 @@ pub enum Error {
         /// The last error of the connection or the server.
         source: redis::RedisError,
     },
+    /// [`LockGuard::unlock`](crate::LockGuard::unlock) gave up waiting for
+    /// Redis to confirm the release after the retry rule's bound, `waited`:
+    /// (connect + response timeout) × (retries + 1) + the retry delays. The
+    /// release goes on in the background until Redis confirms it or the
+    /// hold's TTL has run out; the guard is gone either way.
+    ReleaseUnconfirmed {
+        /// The lock name.
+        lock: String,
+        /// How long the call waited.
+        waited: std::time::Duration,
+        /// The last error of the connection or the server.
+        source: redis::RedisError,
+    },
     /// The client was built in another process and this one is a `fork()`
     /// of it: its holder ids belong to the parent, so using it here would
     /// share the parent's holds. Nothing was sent to Redis.
@@ -180,7 +193,8 @@ impl Error {
         match self {
             Error::Redis(e)
             | Error::Connect { source: e, .. }
-            | Error::Unreachable { source: e, .. } => e.is_timeout(),
+            | Error::Unreachable { source: e, .. }
+            | Error::ReleaseUnconfirmed { source: e, .. } => e.is_timeout(),
             _ => false,
         }
     }
@@ -197,39 +211,9 @@ impl Error {
             // The server's own refusal (a wrong password, a database out
             // of range) or a peer that is no Redis server stays so.
             Error::Connect { source, .. } => is_transient(source) && !is_not_resp(source),
-            Error::Unreachable { .. } => true,
+            Error::Unreachable { .. } | Error::ReleaseUnconfirmed { .. } => true,
             _ => false,
         }
-    }
-}
-
-/// The Redis error behind `e` when `e` says that Redis cannot serve for
-/// now, which a waiting call rides out: the network failed (refused,
-/// dropped, timed out), the sentinels know no master that is up (they are
-/// failing over), or the server is loading its data, failing over or
-/// cannot take writes yet (`LOADING`, `TRYAGAIN`, `CLUSTERDOWN`,
-/// `MASTERDOWN`, `READONLY`: none ran the script). Any other error (a
-/// script error, `NOPERM`, `WrongKind`, refused credentials, a peer that
-/// does not speak RESP) is given back as it is.
-pub(crate) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, Error> {
-    use redis::{ErrorKind, ServerErrorKind};
-    match e {
-        Error::Redis(cause) | Error::Connect { source: cause, .. }
-            if (is_transient(&cause) && !is_not_resp(&cause))
-                || matches!(
-                    cause.kind(),
-                    ErrorKind::Server(
-                        ServerErrorKind::BusyLoading
-                            | ServerErrorKind::TryAgain
-                            | ServerErrorKind::ClusterDown
-                            | ServerErrorKind::MasterDown
-                            | ServerErrorKind::ReadOnly
-                    )
-                ) =>
-        {
-            Ok(cause)
-        }
-        e => Err(e),
     }
 }
 
@@ -370,6 +354,13 @@ impl fmt::Display for Error {
                  or wait longer",
                 unreachable_for.as_secs_f64()
             ),
+            Error::ReleaseUnconfirmed { lock, waited, .. } => write!(
+                f,
+                "Redis did not confirm the release of lock {lock:?} within {:.1} s (the retry \
+                 bound: (connect + response timeout) x (retries + 1) + retry delays); it goes \
+                 on in the background until confirmed or until the lock's TTL has run out",
+                waited.as_secs_f64()
+            ),
             Error::ForkedProcess { parent, child } => write!(
                 f,
                 "this redhold client was built in process {parent} and cannot be used in its \
@@ -385,7 +376,8 @@ impl std::error::Error for Error {
         match self {
             Error::Redis(e)
             | Error::Connect { source: e, .. }
-            | Error::Unreachable { source: e, .. } => Some(e),
+            | Error::Unreachable { source: e, .. }
+            | Error::ReleaseUnconfirmed { source: e, .. } => Some(e),
             Error::Spawn { source, .. } => Some(source),
             _ => None,
         }
@@ -455,7 +447,7 @@ mod tests {
             redis::ErrorKind::MasterNameNotFoundBySentinel,
             "not a master (yet)",
         ));
-        assert!(outage_cause(Error::Redis(failing_over)).is_ok());
+        assert!(Error::Redis(failing_over).is_connection_error());
         let unknown =
             redis::RedisError::from((redis::ErrorKind::EmptySentinelList, "no sentinel to ask"));
         assert!(!Error::Redis(unknown).is_connection_error());

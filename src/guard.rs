@@ -21,9 +21,12 @@ use crate::names;
 /// std::thread::spawn(move || drop(guard)); // error: `LockGuard` cannot be sent between threads
 /// ```
 ///
-/// Dropping the guard releases on a best-effort basis and logs a failure;
-/// call [`unlock`](Self::unlock) to learn whether the release worked and
-/// whether the lock was still held.
+/// Dropping the guard releases on a best-effort basis and logs a failure.
+/// The drop waits at most about one response timeout: a release Redis has
+/// not confirmed by then (a stalled server) goes on in the background, and
+/// a later acquire of the same lock by the same thread waits for it. Call
+/// [`unlock`](Self::unlock) to learn whether the release worked and whether
+/// the lock was still held.
 #[must_use = "if unused the lock will immediately unlock"]
 pub struct LockGuard<K: LockKind = Reentrant> {
     lock: Lock<K>,
@@ -78,13 +81,15 @@ impl<K: LockKind> LockGuard<K> {
     /// or been deleted meanwhile (someone else may have held it); a guard
     /// whose hold was already known lost, or whose thread has taken the
     /// lock anew since, sends nothing to Redis and reports this too;
-    /// [`Error::Redis`](crate::Error::Redis) when Redis could not be reached
-    /// (the lock then expires on its own after its lease or watchdog
-    /// timeout); [`Error::Shutdown`](crate::Error::Shutdown) after
+    /// [`Error::ReleaseUnconfirmed`](crate::Error::ReleaseUnconfirmed) when
+    /// Redis did not confirm the release within the retry rule's bound
+    /// (connect + response timeout) × (retries + 1) + the retry delays; the
+    /// release then goes on in the background until confirmed or until the
+    /// lock's TTL has run out; [`Error::Shutdown`](crate::Error::Shutdown) after
     /// [`Client::shutdown`](crate::Client::shutdown).
     pub fn unlock(mut self) -> Result<()> {
         self.done = true;
-        self.lock.release(&self.hold)
+        self.lock.release(&self.hold, false)
     }
 
     /// Keeps the hold without a guard: it stays held (and renewed by the
@@ -117,7 +122,7 @@ impl<K: LockKind> Drop for LockGuard<K> {
         if self.done {
             return;
         }
-        if let Err(e) = self.lock.release(&self.hold) {
+        if let Err(e) = self.lock.release(&self.hold, true) {
             log::warn!(
                 "redhold: releasing lock {:?} on guard drop failed: {}",
                 names::shorten(self.lock.name()),

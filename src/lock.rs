@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::engine::{self, LockRef};
+use crate::engine::{self, LockRef, Mode, ReleaseFn};
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::hold::Hold;
@@ -352,9 +352,25 @@ impl<K: LockKind> Lock<K> {
         Ok(held.map(|(hold, grant)| LockGuard::new(self.clone(), hold, grant)))
     }
 
-    /// Releases the hold a guard stands for.
-    pub(crate) fn release(&self, hold: &Hold) -> Result<()> {
-        self.client.engine().release(self.lock_ref(), hold)
+    /// Releases the hold a guard stands for: on the guard's drop, or with
+    /// its `unlock` (see [`Mode`]).
+    pub(crate) fn release(&self, hold: &Hold, on_drop: bool) -> Result<()> {
+        // What the client's release worker runs if Redis does not confirm
+        // the release in time (see `engine/pending.rs`).
+        let background = || -> ReleaseFn {
+            let keys = Arc::clone(&self.keys);
+            Arc::new(move |at, field, id| {
+                keys.kind
+                    .release(at, field, id)
+                    .map_err(|e| crate::kind::wrong_kind(&keys.name, K::DESCRIPTION, e))
+            })
+        };
+        let mode = if on_drop {
+            Mode::Drop(&background)
+        } else {
+            Mode::Unlock(&background)
+        };
+        self.client.engine().release(self.lock_ref(), hold, mode)
     }
 
     /// Keeps the hold a guard stands for without it.

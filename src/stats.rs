@@ -20,6 +20,9 @@ pub struct Stats {
     pub parked_waiters: usize,
     /// Wake-up channels the client is subscribed to now.
     pub subscribed_channels: usize,
+    /// Releases of dropped guards that Redis has not confirmed yet, carried
+    /// on in the background.
+    pub pending_releases: usize,
     /// Renewal passes the watchdog has made.
     pub renewal_passes: u64,
     /// Holds found lost (expired or deleted under their holder) by the
@@ -66,9 +69,15 @@ impl Counters {
     }
 
     /// The totals, with the gauges the caller measured.
-    pub(crate) fn snapshot(&self, held_locks: usize, subscribed_channels: usize) -> Stats {
+    pub(crate) fn snapshot(
+        &self,
+        held_locks: usize,
+        subscribed_channels: usize,
+        pending_releases: usize,
+    ) -> Stats {
         Stats {
             held_locks,
+            pending_releases,
             parked_waiters: self.parked.load(Ordering::Relaxed),
             subscribed_channels,
             renewal_passes: self.renewal_passes.load(Ordering::Relaxed),

@@ -245,3 +245,39 @@ fn a_forked_child_dropping_its_copies_leaves_the_parents_tls_alone() {
         server.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"])
     });
 }
+
+/// A child forked while a release of the parent's is pending (its server
+/// frozen): the child's calls fail with `ForkedProcess` at once, without
+/// touching the parent's worker or its queue, and its copies drop quietly;
+/// the parent's release runs once the server resumes.
+#[test]
+fn a_child_forked_with_a_release_pending_leaves_it_to_the_parent() {
+    let server = RedisServer::start();
+    let client = server
+        .builder()
+        .connect_timeout(Duration::from_millis(300))
+        .response_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let lock = client.lock("forked-pending");
+    let guard = lock.lock().unwrap();
+    server.freeze();
+    drop(guard);
+    assert_eq!(client.stats().pending_releases, 1);
+    let end = in_a_child(|| {
+        if !matches!(lock.try_lock(), Err(Error::ForkedProcess { .. })) {
+            return 1;
+        }
+        if !matches!(lock.lock(), Err(Error::ForkedProcess { .. })) {
+            return 2;
+        }
+        drop(lock.clone());
+        0
+    });
+    server.thaw();
+    assert_eq!(end, ChildEnd::Exited(0));
+    let other = server.client();
+    let taken = other.lock("forked-pending").try_lock_for(PROMPTLY).unwrap();
+    assert!(taken.is_some(), "the parent's pending release never ran");
+    assert_eq!(client.stats().pending_releases, 0);
+}

@@ -9,7 +9,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
+use crate::error::{is_not_resp, is_transient, Error};
 use crate::names;
 
 /// The first pause after a failed attempt: the pool has already retried
@@ -49,6 +49,11 @@ impl Outage {
         self.last = cause;
     }
 
+    /// What the last failed attempt reported.
+    pub(super) fn last_cause(&self) -> redis::RedisError {
+        self.last.clone()
+    }
+
     /// How long Redis has been unreachable for this call.
     pub(super) fn lasted(&self) -> Duration {
         self.since.elapsed()
@@ -65,6 +70,11 @@ impl Outage {
         }
     }
 
+    /// When the outage will have lasted `tolerance` (when there is one).
+    pub(super) fn gives_up_at(&self, tolerance: Option<Duration>) -> Option<Instant> {
+        tolerance.and_then(|tolerance| self.since.checked_add(tolerance))
+    }
+
     /// Whether the outage has lasted `tolerance` (when there is one).
     pub(super) fn exceeds(&self, tolerance: Option<Duration>) -> bool {
         tolerance.is_some_and(|tolerance| self.lasted() >= tolerance)
@@ -79,6 +89,36 @@ impl Outage {
             exceeded_tolerance,
             source: self.last,
         }
+    }
+}
+
+/// The Redis error behind `e` when `e` says that Redis cannot serve for
+/// now, which a waiting call rides out: the network failed (refused,
+/// dropped, timed out), the sentinels know no master that is up (they are
+/// failing over), or the server is loading its data, failing over or
+/// cannot take writes yet (`LOADING`, `TRYAGAIN`, `CLUSTERDOWN`,
+/// `MASTERDOWN`, `READONLY`: none ran the script). Any other error (a
+/// script error, `NOPERM`, `WrongKind`, refused credentials, a peer that
+/// does not speak RESP) is given back as it is.
+pub(super) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, Error> {
+    use redis::{ErrorKind, ServerErrorKind};
+    match e {
+        Error::Redis(cause) | Error::Connect { source: cause, .. }
+            if (is_transient(&cause) && !is_not_resp(&cause))
+                || matches!(
+                    cause.kind(),
+                    ErrorKind::Server(
+                        ServerErrorKind::BusyLoading
+                            | ServerErrorKind::TryAgain
+                            | ServerErrorKind::ClusterDown
+                            | ServerErrorKind::MasterDown
+                            | ServerErrorKind::ReadOnly
+                    )
+                ) =>
+        {
+            Ok(cause)
+        }
+        e => Err(e),
     }
 }
 
@@ -109,6 +149,15 @@ mod tests {
             assert!(pause >= cap / 2 && pause <= cap, "{pause:?} for {cap:?}");
             cap = (cap * 2).min(MAX_PAUSE);
         }
+    }
+
+    #[test]
+    fn sentinels_failing_over_are_an_outage() {
+        let failing_over = redis::RedisError::from((
+            redis::ErrorKind::MasterNameNotFoundBySentinel,
+            "not a master (yet)",
+        ));
+        assert!(outage_cause(Error::Redis(failing_over)).is_ok());
     }
 
     #[test]

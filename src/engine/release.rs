@@ -2,8 +2,13 @@
 //! while a thread of this client is parked on it, the lock handed straight
 //! to that thread (see `pubsub/handover.rs`).
 
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::pending::{Pending, ReleaseFn};
 use super::{target, Engine, LockRef, HANDOFF_GRACE};
-use crate::error::{Error, Result};
+use crate::error::{is_transient, Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
 use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
@@ -12,10 +17,31 @@ use crate::pubsub::Reserved;
 use crate::renewals::{Kept, Which};
 use crate::stats::Counters;
 
+/// How a release waits for Redis to confirm it.
+#[derive(Clone, Copy)]
+pub(crate) enum Mode<'a> {
+    /// Within the retry rule's bound; the caller learns the outcome.
+    Wait,
+    /// A guard's drop: the first attempt gets one response timeout, then
+    /// the client's release worker carries it on (see `pending.rs`) with
+    /// the script this makes, and the drop returns.
+    Drop(&'a dyn Fn() -> ReleaseFn),
+    /// `LockGuard::unlock`: within the retry rule's bound, then handed to
+    /// the worker like a drop's, with [`Error::ReleaseUnconfirmed`].
+    Unlock(&'a dyn Fn() -> ReleaseFn),
+}
+
 impl Engine {
     /// Releases one hold. Retries are safe: the script remembers each
     /// request's reply for a while (the unlock latch).
-    pub(crate) fn release<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Result<()> {
+    ///
+    /// See [`Mode`] for how long it waits for Redis to confirm it.
+    pub(crate) fn release<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        hold: &Hold,
+        mode: Mode<'_>,
+    ) -> Result<()> {
         self.server.check_open()?;
         // Forget the hold first: if the release then fails, the lock expires
         // on its own instead of being renewed forever. A hold of a
@@ -42,16 +68,90 @@ impl Engine {
                 token_key: offer.token_key.as_deref(),
             }
         });
-        let released = self.run_release(lock, &hold.record.field, |at, field, id| {
-            lock.kind.release_to(at, field, id, to)
+        let request_id = self.next_request_id();
+        let made = AtomicU32::new(0);
+        let started = Instant::now();
+        let response_timeout = self.server.config().response_timeout;
+        let quick = matches!(mode, Mode::Drop(_));
+        let deadline = quick
+            .then(|| started.checked_add(response_timeout))
+            .flatten();
+        let field = &hold.record.field;
+        let mut released = self.run_release(lock, &made, deadline, |at| {
+            lock.kind.release_to(at, field, &request_id, to)
         });
+        let (Mode::Drop(make) | Mode::Unlock(make)) = mode else {
+            return self.released(lock, hold, released?, successor);
+        };
+        let unconfirmed = |released: &Result<ReleasedTo>| matches!(released, Err(Error::Redis(e)) if is_transient(e));
+        if !unconfirmed(&released) {
+            return self.released(lock, hold, released?, successor);
+        }
+        // Unconfirmed: until Redis confirms it, an acquire of this lock by
+        // this thread waits for it (see `pending.rs`).
+        let pending = || {
+            let lease_end = match hold.renewal {
+                Renewal::Leased { expires_at } => expires_at,
+                _ => None,
+            };
+            Pending::new(
+                request_id.clone(),
+                made.load(Ordering::SeqCst),
+                Arc::clone(&hold.record),
+                lease_end,
+                make(),
+            )
+        };
+        if quick {
+            if self.pending.push(pending()).is_ok() {
+                log::debug!(
+                    "redhold: release of {:?} unconfirmed after {response_timeout:?}; \
+                     carried on in the background",
+                    names::shorten(lock.name)
+                );
+                return Ok(());
+            }
+            // No room: wait for it here, within the retry rule.
+            released = self.run_release(lock, &made, None, |at| {
+                lock.kind
+                    .release(at, field, &request_id)
+                    .map(ReleasedTo::code)
+            });
+        }
+        match released {
+            Err(Error::Redis(source)) if is_transient(&source) => {
+                if self.pending.push(pending()).is_err() {
+                    log::warn!(
+                        "redhold: too many releases pending; the lock {:?} expires after its TTL",
+                        names::shorten(lock.name)
+                    );
+                }
+                Err(Error::ReleaseUnconfirmed {
+                    lock: names::shorten(lock.name),
+                    waited: started.elapsed(),
+                    source,
+                })
+            }
+            released => self.released(lock, hold, released?, successor),
+        }
+    }
+
+    /// What a release's reply means for `hold` (and the `successor` it
+    /// may have been handed to).
+    fn released<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        hold: &Hold,
+        released: ReleasedTo,
+        successor: Option<Reserved>,
+    ) -> Result<()> {
         // Dropped unsettled (an error, or no hand-over), the reserved
         // waiter wakes and tries the lock itself.
         let ReleasedTo {
             reply,
             token,
             heard,
-        } = released?;
+        } = released;
         match reply {
             Some(HANDED_OVER) => {
                 if let Some(reserved) = successor {
@@ -100,6 +200,7 @@ impl Engine {
                     record,
                     renewal: Renewal::Unguarded,
                 },
+                Mode::Wait,
             ),
             // No hold known here, so no live guard either; Redis may still
             // count one that no guard stands for (see `release_orphans`):
@@ -123,22 +224,27 @@ impl Engine {
         lock: LockRef<'_, K>,
         field: &str,
     ) -> Result<Option<i64>> {
-        self.run_release(lock, field, |at, field, id| {
-            lock.kind.release(at, field, id)
+        let request_id = self.next_request_id();
+        let made = AtomicU32::new(0);
+        self.run_release(lock, &made, None, |at| {
+            lock.kind.release(at, field, &request_id)
         })
     }
 
-    /// Runs one release script of `lock`'s kind for `field` with a fresh
-    /// request id (for the unlock latch).
+    /// Runs one release request of `lock`'s kind: `made`
+    /// counts its attempts (for the unlock latch), which end at `deadline`
+    /// when one is given.
     fn run_release<K: KindOps, T>(
         &self,
         lock: LockRef<'_, K>,
-        field: &str,
-        script: impl FnOnce(crate::kind::Target<'_>, &str, &str) -> Result<T>,
+        made: &AtomicU32,
+        deadline: Option<Instant>,
+        script: impl FnOnce(crate::kind::Target<'_>) -> Result<T>,
     ) -> Result<T> {
-        let request_id = self.next_request_id();
-        script(target(&self.server, lock), field, &request_id)
-            .map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
+        let mut at = target(&self.server, lock);
+        at.deadline = deadline;
+        at.attempts_made = Some(made);
+        script(at).map_err(|e| crate::kind::wrong_kind(lock.name, K::DESCRIPTION, e))
     }
 
     /// A parked thread of this client to hand the lock to, when this

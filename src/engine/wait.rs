@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::outage::Outage;
+use super::outage::{outage_cause, Outage};
 use super::{Call, HANDOFF_GRACE};
-use crate::error::{outage_cause, Error, Result};
+use crate::error::{Error, Result};
 use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
@@ -81,11 +81,18 @@ impl<K: KindOps> Call<'_, K> {
     /// late, each one more hold of ours to give back. `Err` only when
     /// Redis is still unreachable; any other failure is left to the
     /// attempt itself.
-    fn answers(&self) -> std::result::Result<(), redis::RedisError> {
-        let probe = self.engine.server.run(|conn| {
-            redis::cmd("EXISTS")
-                .arg(&**self.lock.name)
-                .query::<i64>(conn)
+    ///
+    /// The probe ends at `deadline` (the call's own, or where the outage
+    /// tolerance runs out), so that the last look of a waiting call does
+    /// not overrun it by the retry rule's whole bound.
+    fn answers(&self, deadline: Option<Instant>) -> std::result::Result<(), redis::RedisError> {
+        let server = &self.engine.server;
+        let probe = server.check_open().and_then(|()| {
+            server.pool().run_until(deadline, |conn| {
+                redis::cmd("EXISTS")
+                    .arg(&**self.lock.name)
+                    .query::<i64>(conn)
+            })
         });
         match probe.map_err(outage_cause) {
             Ok(_) | Err(Err(_)) => Ok(()),
@@ -227,7 +234,19 @@ impl<K: KindOps> Call<'_, K> {
                 None
             } else {
                 let started = Instant::now();
-                let attempt = match outage.as_ref().map(|_| self.answers()) {
+                let probe_until = |outage: &Outage| {
+                    let gives_up = outage.gives_up_at(tolerance);
+                    match (deadline, gives_up) {
+                        (Some(d), Some(g)) => Some(d.min(g)),
+                        (d, g) => d.or(g),
+                    }
+                };
+                let look = |o: &Outage| match probe_until(o) {
+                    // No time left for a look: still unreachable, as last seen.
+                    Some(until) if until <= Instant::now() => Err(o.last_cause()),
+                    until => self.answers(until),
+                };
+                let attempt = match outage.as_ref().map(look) {
                     // Still unreachable: no acquire sent.
                     Some(Err(cause)) => Err(Error::Redis(cause)),
                     _ => self.try_acquire(true),

@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::sealed::KindOps;
-use super::{Attempt, ReleaseAttempts, Target};
+use super::{Attempt, Target};
 use crate::config::{saturating_millis, Config};
 use crate::error::Result;
 use crate::names;
@@ -80,9 +80,8 @@ impl KindOps for Fair {
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-        let mut attempts = ReleaseAttempts::default();
-        at.server.run_write(
-            at.name,
+        let mut attempts = at.release_attempts();
+        at.run_release(
             |conn| {
                 scripts::FAIR_RELEASE
                     .key(at.name)

@@ -6,7 +6,7 @@
 use redis::Value;
 
 use super::sealed::unexpected_reply;
-use super::{ReleaseAttempts, ReleasedTo, Successor, Target, ANNOUNCED, HANDED_OVER};
+use super::{ReleasedTo, Successor, Target, ANNOUNCED, HANDED_OVER};
 use crate::error::Result;
 use crate::scripts;
 
@@ -46,9 +46,8 @@ pub(super) fn release_to(
     successor: Option<Successor<'_>>,
 ) -> Result<ReleasedTo> {
     let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-    let mut attempts = ReleaseAttempts::default();
-    let reply: Value = at.server.run_write(
-        at.name,
+    let mut attempts = at.release_attempts();
+    let reply: Value = at.run_release(
         |conn| {
             let mut call = scripts::RELEASE.prepare_invoke();
             call.key(at.name)

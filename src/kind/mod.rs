@@ -24,6 +24,8 @@ mod reentrant;
 mod spin;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -46,8 +48,8 @@ pub trait LockKind: sealed::KindOps {}
 impl<K: sealed::KindOps> LockKind for K {}
 
 pub(crate) use sealed::{
-    wrong_kind, Attempt, Handover, ReleaseAttempts, ReleasedTo, Successor, Target, ANNOUNCED,
-    GONE_ON_RETRY, HANDED_OVER,
+    wrong_kind, Attempt, Handover, ReleasedTo, Successor, Target, ANNOUNCED, GONE_ON_RETRY,
+    HANDED_OVER,
 };
 
 pub(crate) mod sealed {
@@ -87,19 +89,28 @@ pub(crate) mod sealed {
     pub const GONE_ON_RETRY: i64 = 3;
 
     /// Names the attempts of one release request for its script: `"first"`,
-    /// then `"retry"`. A first attempt has no unlock latch to read; any
-    /// later one may follow an attempt that ran and lost its reply, whose
-    /// latch it replays.
+    /// then `"retry"`. A retry may follow an attempt that ran and lost its
+    /// reply, whose latch it replays; a first attempt reads the latch too,
+    /// since it may reach Redis late (a stalled server), after a retry ran.
+    ///
+    /// A release carried on in the background counts its attempts across
+    /// calls (`shared`): an attempt after one that timed out is a retry,
+    /// whoever sends it.
     #[derive(Debug, Default)]
-    pub struct ReleaseAttempts {
+    pub struct ReleaseAttempts<'a> {
         made: u32,
+        shared: Option<&'a AtomicU32>,
     }
 
-    impl ReleaseAttempts {
+    impl ReleaseAttempts<'_> {
         /// The word for the attempt about to be sent.
         pub fn next(&mut self) -> &'static str {
             self.made += 1;
-            if self.made == 1 {
+            let made = match self.shared {
+                Some(shared) => shared.fetch_add(1, Ordering::SeqCst) + 1,
+                None => self.made,
+            };
+            if made == 1 {
                 "first"
             } else {
                 "retry"
@@ -163,9 +174,33 @@ pub(crate) mod sealed {
     pub struct Target<'a> {
         pub server: &'a Server,
         pub name: &'a str,
+        /// For a release: when its attempts must end (`None`: the retry
+        /// rule's own bound), and the attempts its request has made so far
+        /// (`None`: a request of one call).
+        pub deadline: Option<Instant>,
+        pub attempts_made: Option<&'a AtomicU32>,
     }
 
-    impl Target<'_> {
+    impl<'a> Target<'a> {
+        /// Counts the attempts of this target's release request.
+        pub fn release_attempts(&self) -> ReleaseAttempts<'a> {
+            ReleaseAttempts {
+                made: 0,
+                shared: self.attempts_made,
+            }
+        }
+
+        /// Runs a release script like [`Server::run_write`], within this
+        /// target's deadline.
+        pub fn run_release<T>(
+            &self,
+            op: impl FnMut(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
+            wrote: impl Fn(&T) -> bool,
+        ) -> Result<T> {
+            self.server
+                .run_write_until(self.name, self.deadline, op, wrote)
+        }
+
         /// The unlock latch key of release `request_id` and its TTL in ms
         /// (see `lua/release.lua`).
         pub fn unlock_latch(&self, request_id: &str) -> (String, u64) {

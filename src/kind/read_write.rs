@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::sealed::KindOps;
-use super::{Attempt, ReleaseAttempts, Target};
+use super::{Attempt, Target};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::names;
@@ -121,9 +121,8 @@ impl KindOps for Read {
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-        let mut attempts = ReleaseAttempts::default();
-        at.server.run_write(
-            at.name,
+        let mut attempts = at.release_attempts();
+        at.run_release(
             |conn| {
                 scripts::READ_RELEASE
                     .key(at.name)
@@ -216,9 +215,8 @@ impl KindOps for Write {
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
         let (latch, latch_ttl_ms) = at.unlock_latch(request_id);
-        let mut attempts = ReleaseAttempts::default();
-        at.server.run_write(
-            at.name,
+        let mut attempts = at.release_attempts();
+        at.run_release(
             |conn| {
                 scripts::WRITE_RELEASE
                     .key(at.name)

@@ -26,7 +26,7 @@ pub(crate) mod topology;
 use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
@@ -131,8 +131,20 @@ impl Server {
         op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<T> {
+        self.run_write_until(lock, None, op, wrote)
+    }
+
+    /// [`run_write`](Self::run_write) that ends its attempts at `deadline`
+    /// when one is given (see [`Pool::run_until`]).
+    pub(crate) fn run_write_until<T>(
+        &self,
+        lock: &str,
+        deadline: Option<Instant>,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<T> {
         self.check_open()?;
-        let (value, acknowledged) = self.pool.run_write(None, op, wrote)?;
+        let (value, acknowledged) = self.pool.run_write(deadline, op, wrote)?;
         match (acknowledged, self.pool.replicas_wanted()) {
             (Some(acknowledged), Some(wanted)) if acknowledged < wanted => {
                 Err(Error::ReplicasNotSynced {

@@ -17,6 +17,8 @@ mod support;
 
 mod channel_garbage;
 mod connect_errors;
+mod deadline_stalled;
+mod drop_stalled;
 mod holder_killed;
 mod lost_release;
 mod outage;

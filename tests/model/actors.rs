@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redhold::{Client, Interrupt};
 
+mod stalled_drop;
+
 use crate::config::{
     CONNECT_TIMEOUT, FAIR_WAIT, RESPONSE_TIMEOUT, RETRY_ATTEMPTS, RETRY_DELAY, WATCHDOG,
 };
@@ -594,6 +596,12 @@ impl Actor {
                 extra,
                 cut,
             } => self.stale_lease(index, reacquire, extra, cut),
+            Op::StalledDrop {
+                index,
+                delay,
+                reacquire,
+                restart,
+            } => self.stalled_drop(index, delay, reacquire, restart),
             Op::Work(pause) => self.pause(pause),
             Op::ForceUnlock(target) => {
                 let set = self.spec.slot.current();

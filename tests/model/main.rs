@@ -56,6 +56,7 @@
 //! | `targets.rs` | lock kinds, names (shared channels, slots, keys), acquire methods, one guard type |
 //! | `ops.rs` | the operation mix |
 //! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, shared-channel wake-ups, `Lock::unlock` on guarded locks, the interrupter |
+//! | `actors/stalled_drop.rs` | a guard dropped with its release request held back past the response timeout (the release goes on in the background), then the same lock taken again by the same thread, or the client shut down |
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
 //! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |

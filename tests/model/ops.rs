@@ -47,6 +47,17 @@ pub(crate) enum Op {
         extra: Duration,
         cut: Option<Cut>,
     },
+    /// Drop guard `index` while its release request is held back `delay`
+    /// (longer than the response timeout: the release goes on in the
+    /// background), then take the same lock again at once with
+    /// `reacquire`, or shut the client down with `restart` (see
+    /// `actors/stalled_drop.rs`).
+    StalledDrop {
+        index: usize,
+        delay: Duration,
+        reacquire: Option<Method>,
+        restart: bool,
+    },
     /// Work inside (or between) critical sections.
     Work(Duration),
     /// `force_unlock` whoever holds it.
@@ -155,6 +166,7 @@ enum Choice {
     Release,
     Leak,
     Stale,
+    StalledDrop,
     Work,
     Force,
     Check,
@@ -190,6 +202,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 .any(|h| !h.has_guard && h.target.names[0] == held[i].target.names[0])
         })
         .collect();
+    let guarded_any: Vec<usize> = (0..held.len()).filter(|&i| held[i].has_guard).collect();
     let table: Vec<(u64, Choice)> = if holding {
         vec![
             (if held.len() < MAX_HELD { 330 } else { 0 }, Choice::Acquire),
@@ -200,6 +213,10 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (330, Choice::Release),
             (if watched.is_empty() { 0 } else { 60 }, Choice::Leak),
             (if leased.is_empty() { 0 } else { 90 }, Choice::Stale),
+            (
+                if guarded_any.is_empty() { 0 } else { 40 },
+                Choice::StalledDrop,
+            ),
             (120, Choice::Work),
             (5, Choice::Force),
             (80, Choice::Check),
@@ -229,6 +246,28 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             drop: rng.chance(30),
             cut: cut(rng, CUT_RELEASE),
         },
+        Choice::StalledDrop => {
+            let index = *rng.pick(&guarded_any);
+            // Past the response timeout (600 ms), within the unlock latch's
+            // life (about 2.8 s).
+            let delay = Duration::from_millis(700 + rng.below(1300));
+            let restart = rng.chance(15);
+            // Bounded: the actor may hold other locks.
+            let reacquire = (!restart && rng.chance(85)).then(|| {
+                if rng.chance(50) {
+                    Method::TryFor(Duration::from_millis(2500))
+                } else {
+                    let lease = Duration::from_millis(1000 + rng.below(2000));
+                    Method::TryForLease(Duration::from_millis(2500), lease)
+                }
+            });
+            Op::StalledDrop {
+                index,
+                delay,
+                reacquire,
+                restart,
+            }
+        }
         Choice::Leak => Op::Leak {
             index: *rng.pick(&watched),
         },

@@ -52,6 +52,9 @@ pub(crate) enum Action {
     LoseReply,
     /// Forward the request, hold its reply back this long.
     DelayReply(Duration),
+    /// Hold the request back this long, then forward it (a stalled server:
+    /// the client gives up on it, and it still runs later).
+    DelayRequest(Duration),
 }
 
 /// Which request a rule waits for: its command (case-insensitive) is one of
@@ -158,7 +161,7 @@ struct Shared {
     live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Requests lost, replies lost, replies delayed.
-    counts: [AtomicU64; 3],
+    counts: [AtomicU64; 4],
 }
 
 impl Shared {
@@ -175,6 +178,7 @@ impl Shared {
             Action::LoseRequest => 0,
             Action::LoseReply => 1,
             Action::DelayReply(_) => 2,
+            Action::DelayRequest(_) => 3,
         };
         self.counts[slot].fetch_add(1, Ordering::Relaxed);
         self.fired.lock().push(id);
@@ -241,14 +245,15 @@ impl FaultProxy {
         }
     }
 
-    /// `lost request N, lost reply N, delayed reply N`.
+    /// `lost request N, lost reply N, delayed reply N, delayed request N`.
     pub(crate) fn summary(&self) -> String {
         let c = |i: usize| self.shared.counts[i].load(Ordering::Relaxed);
         format!(
-            "lost request {}, lost reply {}, delayed reply {}",
+            "lost request {}, lost reply {}, delayed reply {}, delayed request {}",
             c(0),
             c(1),
-            c(2)
+            c(2),
+            c(3)
         )
     }
 }
@@ -391,6 +396,10 @@ fn pump_requests(
                 // Set before the request leaves, so its reply cannot slip by.
                 Some((id, Action::LoseReply)) => *replies.lock() = ReplyState::Cut(id),
                 Some((id, Action::DelayReply(d))) => *replies.lock() = ReplyState::Delay(d, id),
+                Some((id, Action::DelayRequest(d))) => {
+                    shared.fire(id, Action::DelayRequest(d));
+                    thread::sleep(d);
+                }
                 None => {}
             }
             if server.write_all(&pending[..used]).is_err() {
