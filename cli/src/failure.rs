@@ -75,19 +75,31 @@ impl From<redhold::Error> for Failure {
 }
 
 /// Whether a Redis error says the credentials or rights were refused.
+///
+/// Outside scripts every server since 6.0 sends the `NOAUTH`, `WRONGPASS`
+/// or `NOPERM` code. Inside a script the refusal comes as a plain `ERR`,
+/// worded differently by each server:
+/// - Redis 6.2 and 7.0: "The user executing the script can't run this
+///   command or subcommand" (or "can't access at least one of the keys");
+/// - Redis 7.2 and later, Redis 8 and Valkey: "ACL failure in script: User
+///   r has no permissions to run the 'del' command" (or "No permissions to
+///   access a key" / "a channel").
 fn refused_access(text: &str, code: Option<&str>) -> bool {
-    matches!(code, Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
-        || [
-            "NOAUTH",
-            "WRONGPASS",
-            "NOPERM",
-            "uthentication",
-            // A command inside a script that the ACL user may not run
-            // (Redis 7.0 words it so, without the NOPERM code).
-            "can't run this command",
-        ]
-        .iter()
-        .any(|word| text.contains(word))
+    if matches!(code, Some("NOAUTH" | "WRONGPASS" | "NOPERM")) {
+        return true;
+    }
+    let lower = text.to_ascii_lowercase();
+    [
+        "noauth",
+        "wrongpass",
+        "noperm",
+        "authentication",
+        "the user executing the script can't",
+        "acl failure in script",
+        "no permissions to",
+    ]
+    .iter()
+    .any(|words| lower.contains(words))
 }
 
 #[cfg(test)]
@@ -125,5 +137,29 @@ mod tests {
         ));
         assert!(refused_access("x", Some("NOPERM")));
         assert!(!refused_access("Connection refused (os error 111)", None));
+    }
+
+    /// A refusal inside a script, as each server version words it.
+    #[test]
+    fn script_refusals_of_every_server_version_are_access_errors() {
+        for text in [
+            // Redis 6.2, 7.0
+            "ERR Error running script (call to f_0123): @user_script:1: @user_script: 1: \
+             The user executing the script can't run this command or subcommand",
+            "ERR The user executing the script can't access at least one of the keys \
+             mentioned in the command",
+            // Redis 7.2, 7.4, 8.0, Valkey 8
+            "ERR ACL failure in script: User r has no permissions to run the 'del' command \
+             script: 0123, on @user_script:3.",
+            "ERR ACL failure in script: No permissions to access a key",
+            "ERR ACL failure in script: No permissions to access a channel",
+        ] {
+            assert!(refused_access(text, Some("ERR")), "{text}");
+        }
+        assert!(!refused_access("ERR unknown command 'x'", Some("ERR")));
+        assert!(!refused_access(
+            "ERR Error running script: attempt to compare nil with number",
+            Some("ERR")
+        ));
     }
 }
