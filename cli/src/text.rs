@@ -4,6 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use redhold::inspect::{Kind, LockInfo};
 use redhold::ClientIdentity;
+use unicode_width::UnicodeWidthStr;
 
 use crate::escape;
 
@@ -88,7 +89,7 @@ pub(crate) fn table(locks: &[LockInfo]) -> String {
     let mut widths = [0usize; 6];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(cell.width());
         }
     }
     rows.iter()
@@ -96,7 +97,9 @@ pub(crate) fn table(locks: &[LockInfo]) -> String {
             let cells: Vec<String> = row
                 .iter()
                 .zip(widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
+                // Padded by display width: a wide character (CJK, emoji)
+                // takes two columns, a combining mark none.
+                .map(|(cell, width)| format!("{cell}{}", " ".repeat(width - cell.width())))
                 .collect();
             cells.join("  ").trim_end().to_owned()
         })

@@ -302,3 +302,35 @@ fn holders_are_shown_by_name_host_and_pid() {
         .clone();
     assert!(table.contains("nightly-report@"), "{table}");
 }
+
+/// `list` pads its columns by display width: a name of wide characters
+/// (two terminal columns each) still lines up with the others.
+#[test]
+fn list_columns_line_up_by_display_width() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let _wide = client.lock("注文:42").lock().unwrap();
+    let _plain = client.lock("orders:4242").lock().unwrap();
+    let table = redhold(&["--url", &server.url(), "list"])
+        .expect_code(0)
+        .stdout
+        .clone();
+    // The display column where KIND starts, on every row.
+    let kind_column = |line: &str| {
+        let at = line
+            .find("lock")
+            .unwrap_or_else(|| panic!("no kind in {line:?}"));
+        line[..at]
+            .chars()
+            .map(|c| if c.is_ascii() { 1 } else { 2 })
+            .sum::<usize>()
+    };
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(kind_column(rows[0]), kind_column(rows[1]), "{table}");
+    assert_eq!(
+        table.lines().next().unwrap().find("KIND"),
+        Some(kind_column(rows[0])),
+        "{table}"
+    );
+}
