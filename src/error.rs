@@ -3,9 +3,11 @@
 use std::fmt;
 
 mod classify;
+mod loss;
 
 use classify::refused_credentials;
 pub(crate) use classify::{is_not_resp, is_transient};
+pub use loss::LossCause;
 
 /// Everything that can go wrong when taking, holding or releasing a lock.
 ///
@@ -42,6 +44,8 @@ pub enum Error {
     LockLost {
         /// The lock name.
         lock: String,
+        /// Why, as far as the client can tell.
+        cause: LossCause,
     },
     /// A thread that holds only read holds of a read-write lock asked for
     /// its write lock: that could never be granted while it reads.
@@ -279,10 +283,11 @@ impl fmt::Display for Error {
                 f,
                 "lock {lock:?} is not held by the current thread, so it cannot be released"
             ),
-            Error::LockLost { lock } => write!(
+            Error::LockLost { lock, cause } => write!(
                 f,
-                "lock {lock:?} was lost (it expired or was deleted) while held: another holder \
-                 may have entered the critical section; use a longer lease or the watchdog"
+                "lock {lock:?} was lost while held, so another holder may have entered the \
+                 critical section: {}",
+                cause.explained()
             ),
             Error::UpgradeNotSupported { lock } => write!(
                 f,
@@ -398,10 +403,21 @@ mod tests {
     fn display_names_the_lock_and_the_remedy() {
         let e = Error::LockLost {
             lock: "orders:42".into(),
+            cause: LossCause::LeaseExpired,
         };
         let text = e.to_string();
         assert!(text.contains("orders:42"), "{text}");
-        assert!(text.contains("lease"), "{text}");
+        assert!(text.contains("longer lease"), "{text}");
+        // Lease advice only where a lease was the cause.
+        for cause in [LossCause::TakenOver, LossCause::Vanished] {
+            let text = Error::LockLost {
+                lock: "orders:42".into(),
+                cause,
+            }
+            .to_string();
+            assert!(!text.contains("lease"), "{text}");
+            assert!(text.contains("force-unlocked"), "{text}");
+        }
     }
 
     #[test]

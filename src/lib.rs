@@ -127,7 +127,7 @@ mod watchdog;
 
 pub use builder::ClientBuilder;
 pub use client::Client;
-pub use error::{Error, Result};
+pub use error::{Error, LossCause, Result};
 pub use global::global;
 pub use guard::LockGuard;
 pub use identity::ClientIdentity;

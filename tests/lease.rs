@@ -7,7 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use redhold::Error;
+use redhold::{Error, LossCause};
 use support::RedisServer;
 
 #[test]
@@ -32,7 +32,10 @@ fn leased_lock_expires_and_release_reports_it_lost() {
     assert!(!guard.is_held(), "the guard knows its lease ran out");
 
     match guard.unlock() {
-        Err(Error::LockLost { lock }) => assert_eq!(lock, "leased"),
+        Err(Error::LockLost { lock, cause }) => {
+            assert_eq!(lock, "leased");
+            assert_eq!(cause, LossCause::LeaseExpired);
+        }
         other => panic!("release after the lease: expected LockLost, got {other:?}"),
     }
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::{Client, Error};
+use redhold::{Client, Error, LossCause};
 use support::sentinel::{SentinelSetup, MASTER_NAME};
 
 /// Generous bound for anything that should take milliseconds; far below the
@@ -293,7 +293,13 @@ fn a_hold_the_new_master_never_got_is_reported_lost() {
     assert_eq!(*lost.lock().unwrap(), ["unreplicated"]);
     assert!(!held.is_held(), "the guard still says it holds the lock");
     match held.unlock() {
-        Err(Error::LockLost { lock }) => assert_eq!(lock, "unreplicated"),
+        Err(Error::LockLost { lock, cause }) => {
+            assert_eq!(lock, "unreplicated");
+            assert!(
+                matches!(cause, LossCause::Vanished | LossCause::TakenOver),
+                "{cause:?}"
+            );
+        }
         other => panic!("release of a lost hold: {other:?}, not LockLost"),
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::Error;
+use redhold::{Error, LossCause};
 use support::RedisServer;
 
 const TIMEOUT: Duration = Duration::from_secs(1);
@@ -124,7 +124,10 @@ fn deleted_lock_is_reported_lost_once() {
     assert_eq!(*lost.lock().unwrap(), vec!["doomed".to_owned()]);
 
     match guard.unlock() {
-        Err(Error::LockLost { lock }) => assert_eq!(lock, "doomed"),
+        Err(Error::LockLost { lock, cause }) => {
+            assert_eq!(lock, "doomed");
+            assert_eq!(cause, LossCause::Vanished, "deleted, nobody took it");
+        }
         other => panic!("release of a deleted lock: expected LockLost, got {other:?}"),
     }
     assert_eq!(lost.lock().unwrap().len(), 1);
@@ -149,7 +152,13 @@ fn lost_lock_taken_by_another_holder_is_not_renewed_for_them() {
         ttl > 50_000,
         "PTTL {ttl}: our watchdog touched the new holder's lease"
     );
-    assert!(matches!(guard.unlock(), Err(Error::LockLost { .. })));
+    assert!(matches!(
+        guard.unlock(),
+        Err(Error::LockLost {
+            cause: LossCause::TakenOver,
+            ..
+        })
+    ));
     assert_eq!(theirs.hold_count().unwrap(), 1, "their hold is untouched");
     their_guard.unlock().unwrap();
 }

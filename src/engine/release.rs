@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::pending::{Pending, ReleaseFn};
 use super::{target, Engine, LockRef, HANDOFF_GRACE};
-use crate::error::{is_transient, Error, Result};
+use crate::error::{is_transient, Error, LossCause, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
 use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
@@ -55,7 +55,7 @@ impl Engine {
         };
         match self.renewals.release_one(&hold.record, which) {
             Ok(()) => {}
-            Err(Kept::Stale) => return Err(lost(lock.name)),
+            Err(Kept::Stale) => return Err(self.lost(lock.name, hold)),
             // Every hold has a live guard: only that guard may give it back.
             Err(Kept::Guarded) => return Err(not_held(lock.name)),
         }
@@ -167,7 +167,7 @@ impl Engine {
             // would tell the caller its critical section was exclusive.
             Some(GONE_ON_RETRY) => {
                 self.renewals.mark_lost(&hold.record);
-                Err(lost(lock.name))
+                Err(self.lost(lock.name, hold))
             }
             Some(freed) => {
                 if freed == ANNOUNCED {
@@ -182,7 +182,7 @@ impl Engine {
                 // Redis has no hold of ours: the generation's other guards
                 // are stale too.
                 self.renewals.mark_lost(&hold.record);
-                Err(lost(lock.name))
+                Err(self.lost(lock.name, hold))
             }
         }
     }
@@ -266,8 +266,39 @@ fn not_held(name: &str) -> Error {
     }
 }
 
-fn lost(name: &str) -> Error {
-    Error::LockLost {
-        lock: names::shorten(name),
+impl Engine {
+    /// The error of a hold found lost, with its cause: a lease that has
+    /// passed ran out; otherwise one `EXISTS` (only on this rare path) tells
+    /// a lock someone else holds now from one that is gone.
+    fn lost(&self, name: &str, hold: &Hold) -> Error {
+        let lease_over = match hold.renewal {
+            Renewal::Leased {
+                expires_at: Some(at),
+            } => Instant::now() >= at,
+            _ => false,
+        };
+        let cause = if lease_over {
+            LossCause::LeaseExpired
+        } else {
+            let exists: Result<bool> = self
+                .server
+                .run(|conn| redis::cmd("EXISTS").arg(name).query(conn));
+            match exists {
+                Ok(true) => LossCause::TakenOver,
+                Ok(false) => LossCause::Vanished,
+                Err(e) => {
+                    log::warn!(
+                        "redhold: cannot tell why {:?} was lost: {}",
+                        names::shorten(name),
+                        e.report()
+                    );
+                    LossCause::Unknown
+                }
+            }
+        };
+        Error::LockLost {
+            lock: names::shorten(name),
+            cause,
+        }
     }
 }

@@ -10,7 +10,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::Error;
+use redhold::{Error, LossCause};
 
 use crate::bounded;
 use crate::common::{channel_of, wait_for_subscribers, PROMPTLY};
@@ -142,7 +142,10 @@ fn waiters_ride_out_a_restart_and_other_calls_fail_in_time() {
     // The restarted server has no data: the hold is gone, and the release
     // says so instead of pretending it worked.
     match guard.unlock() {
-        Err(Error::LockLost { lock }) => assert_eq!(lock, name),
+        Err(Error::LockLost { lock, cause }) => {
+            assert_eq!(lock, name);
+            assert_eq!(cause, LossCause::Vanished, "the restart wiped it");
+        }
         other => panic!("releasing a lock the restart wiped: {other:?}"),
     }
 

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use redhold::Error;
+use redhold::{Error, LossCause};
 
 use crate::bounded::wait_until;
 use crate::support::RedisServer;
@@ -77,7 +77,15 @@ fn lock_is_reported_lost(
     assert_eq!(reported, vec![name.to_owned()]);
 
     match guard.unlock() {
-        Err(Error::LockLost { lock }) => assert_eq!(lock, name),
+        // Expired while renewals could not reach Redis: gone, or already
+        // taken by someone else; never blamed on a lease it did not have.
+        Err(Error::LockLost { lock, cause }) => {
+            assert_eq!(lock, name);
+            assert!(
+                matches!(cause, LossCause::Vanished | LossCause::TakenOver),
+                "{cause:?}"
+            );
+        }
         other => panic!("releasing a lost lock: {other:?}"),
     }
     // Several watchdog periods later, still reported exactly once.
