@@ -18,6 +18,7 @@ mod support;
 mod channel_garbage;
 mod connect_errors;
 mod holder_killed;
+mod hostile_replies;
 mod lost_release;
 mod outage;
 mod pubsub_killed;

@@ -52,6 +52,11 @@ pub(crate) enum Action {
     LoseReply,
     /// Forward the request, hold its reply back this long.
     DelayReply(Duration),
+    /// Forward the request, send its reply one byte per this pause.
+    TrickleReply(Duration),
+    /// Forward the request and its reply, then send these bytes and
+    /// endless filler after them (about 10 MB/s) until the client closes.
+    FloodAfterReply(&'static [u8]),
 }
 
 /// Which request a rule waits for: its command (case-insensitive) is one of
@@ -174,7 +179,7 @@ impl Shared {
         let slot = match action {
             Action::LoseRequest => 0,
             Action::LoseReply => 1,
-            Action::DelayReply(_) => 2,
+            Action::DelayReply(_) | Action::TrickleReply(_) | Action::FloodAfterReply(_) => 2,
         };
         self.counts[slot].fetch_add(1, Ordering::Relaxed);
         self.fired.lock().push(id);
@@ -355,6 +360,8 @@ enum ReplyState {
     Cut(u64),
     /// Hold them back this long first; the rule's id.
     Delay(Duration, u64),
+    /// Other ways to spoil the reply: see [`spoil`].
+    Spoil(Action),
 }
 
 /// Client → server: forwards whole requests, applying rules; returns when
@@ -391,6 +398,7 @@ fn pump_requests(
                 // Set before the request leaves, so its reply cannot slip by.
                 Some((id, Action::LoseReply)) => *replies.lock() = ReplyState::Cut(id),
                 Some((id, Action::DelayReply(d))) => *replies.lock() = ReplyState::Delay(d, id),
+                Some((_, action)) => *replies.lock() = ReplyState::Spoil(action),
                 None => {}
             }
             if server.write_all(&pending[..used]).is_err() {
@@ -399,7 +407,7 @@ fn pump_requests(
             pending.drain(..used);
             // A delay has fired once the request is on its way: whoever
             // waits for it knows the server has the request.
-            if let Some((id, action @ Action::DelayReply(_))) = rule {
+            if let Some((id, action)) = rule.filter(|(_, a)| *a != Action::LoseReply) {
                 shared.fire(id, action);
             }
         }
@@ -429,10 +437,41 @@ fn pump_replies(
                 return;
             }
             ReplyState::Delay(d, _) => thread::sleep(d),
+            ReplyState::Spoil(action) => return spoil(action, &chunk[..n], client, shared),
         }
         if client.write_all(&chunk[..n]).is_err() {
             return;
         }
+    }
+}
+
+/// Sends `reply` as `action` says, then forwards nothing more: the
+/// connection is spoilt. Ends when the client closes or the proxy stops.
+fn spoil(action: Action, reply: &[u8], mut client: &TcpStream, shared: &Shared) {
+    let stopped = || shared.stop.load(Ordering::SeqCst);
+    match action {
+        Action::TrickleReply(pause) => {
+            for byte in reply {
+                if stopped() || client.write_all(&[*byte]).is_err() {
+                    return;
+                }
+                thread::sleep(pause);
+            }
+        }
+        Action::FloodAfterReply(junk) => {
+            if client
+                .write_all(reply)
+                .and_then(|()| client.write_all(junk))
+                .is_err()
+            {
+                return;
+            }
+            let filler = vec![b'x'; 64 * 1024];
+            while !stopped() && client.write_all(&filler).is_ok() {
+                thread::sleep(Duration::from_millis(6));
+            }
+        }
+        _ => {}
     }
 }
 
