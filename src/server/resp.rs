@@ -83,11 +83,13 @@ impl Decoder {
     }
 
     /// How many bytes wait in the buffer.
+    #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {
         self.buf.len()
     }
 
     /// The next complete reply, as [`Frame`].
+    #[cfg(test)]
     pub(crate) fn next_frame(&mut self) -> Result<Option<Frame>, ProtocolError> {
         self.next_with(Decoder::frame)
     }

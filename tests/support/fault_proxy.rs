@@ -56,6 +56,7 @@ pub(crate) enum Action {
     TrickleReply(Duration),
     /// Forward the request and its reply, then send these bytes and
     /// endless filler after them (about 10 MB/s) until the client closes.
+    #[allow(dead_code)] // tests/faults only: the checker does not flood
     FloodAfterReply(&'static [u8]),
 }
 
@@ -246,7 +247,8 @@ impl FaultProxy {
         }
     }
 
-    /// `lost request N, lost reply N, delayed reply N`.
+    /// `lost request N, lost reply N, delayed reply N` (delayed counts the
+    /// trickled and flooded ones too).
     pub(crate) fn summary(&self) -> String {
         let c = |i: usize| self.shared.counts[i].load(Ordering::Relaxed);
         format!(
