@@ -99,7 +99,7 @@ fn build_returns_within_its_bound_when_the_pubsub_handshake_is_trickled() {
 fn shutdown_is_bounded_while_a_reconnect_is_trickled() {
     let server = RedisServer::start_with_args(&["--requirepass", "pw"]);
     let proxy = FaultProxy::start(server.port());
-    let (connect, response) = (Duration::from_secs(1), Duration::from_millis(1500));
+    let (connect, response) = (Duration::from_millis(500), Duration::from_millis(1500));
     let client = redhold::Client::builder()
         .url(proxy.url().replace("redis://", "redis://:pw@"))
         .connect_timeout(connect)
@@ -116,7 +116,8 @@ fn shutdown_is_bounded_while_a_reconnect_is_trickled() {
     wait_for_subscribers(&server, &channel_of("reconnect"), 1);
     let armed = proxy.arming().arm(Rule {
         matcher: command("PING"),
-        action: Action::TrickleReply(Duration::from_millis(1200)),
+        // `+PONG\r\n`: 8.4 s in all, each byte within the response timeout.
+        action: Action::TrickleReply(Duration::from_millis(1400)),
     });
     let _: redis::Value = redis::cmd("CLIENT")
         .arg(&["KILL", "TYPE", "pubsub"])
