@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 
+#[cfg(feature = "cluster")]
+use super::cluster_node::ClusterNode;
 use super::connection::Connection;
 use super::opener::Opener;
 #[cfg(feature = "sentinel")]
@@ -42,7 +44,7 @@ pub(crate) enum Conn {
     Single(Connection, String),
     // Boxed: a cluster connection is several times the size of a plain one.
     #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterConnection>),
+    Cluster(Box<redis::cluster::ClusterConnection<ClusterNode>>),
 }
 
 impl Conn {
@@ -186,7 +188,9 @@ impl Backend {
                 Conn::Single(opener.open(connect_timeout)?, opener.address())
             }
             #[cfg(feature = "cluster")]
-            Backend::Cluster { client, .. } => Conn::Cluster(Box::new(client.get_connection()?)),
+            Backend::Cluster { client, .. } => {
+                Conn::Cluster(Box::new(client.get_generic_connection::<ClusterNode>()?))
+            }
             #[cfg(feature = "sentinel")]
             Backend::Sentinel { sentinels, .. } => {
                 let (info, conn) = sentinels.connect_master(Limits {

@@ -72,7 +72,7 @@ impl Connection {
     }
 
     /// Sends `bytes`, one or more commands.
-    fn send(&mut self, bytes: &[u8]) -> RedisResult<Instant> {
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> RedisResult<Instant> {
         if !self.open {
             return Err(io::Error::new(
                 io::ErrorKind::NotConnected,
@@ -99,7 +99,7 @@ impl Connection {
     }
 
     /// Reads one reply, all of it before `deadline`.
-    fn receive(&mut self, deadline: Option<Instant>) -> RedisResult<Value> {
+    pub(crate) fn receive(&mut self, deadline: Option<Instant>) -> RedisResult<Value> {
         let read = self.wire.read_until(deadline, redis::parse_redis_value);
         let result = match read {
             Ok(Some(value)) => value,
@@ -123,7 +123,7 @@ impl Connection {
     }
 
     /// The deadline of the replies to commands sent at `started`.
-    fn deadline(&self, started: Instant) -> Option<Instant> {
+    pub(crate) fn deadline(&self, started: Instant) -> Option<Instant> {
         self.response_timeout
             .get()
             .and_then(|timeout| started.checked_add(timeout))

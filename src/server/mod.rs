@@ -11,6 +11,8 @@
 //! its own.
 
 pub(crate) mod backend;
+#[cfg(feature = "cluster")]
+mod cluster_node;
 pub(crate) mod connection;
 mod opener;
 pub(crate) mod pool;
