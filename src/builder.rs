@@ -253,6 +253,13 @@ impl ClientBuilder {
     /// Checks the settings, connects to the server, checks that it answers
     /// and starts the client's subscriber and watchdog threads.
     ///
+    /// On one server it returns within about twice the connect timeout plus
+    /// the response timeout, whatever the server does (silent, or answering
+    /// one byte at a time): the command connection's set-up shares one
+    /// connect timeout, the pub/sub connection gets a connect timeout for
+    /// its socket and one response timeout for all of its handshake. A
+    /// Cluster or Sentinel asks more servers, each within the same limits.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a zero timeout, [`Error::InvalidUrl`]

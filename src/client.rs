@@ -169,6 +169,13 @@ impl Client {
     /// most one second for them, then leaves a callback still running to
     /// finish on its own thread. A callback may call `shutdown` itself.
     ///
+    /// It returns within about twice the connect plus the response timeout,
+    /// plus one second for callbacks, whatever the server does: waiters get
+    /// one request's time, and a subscriber thread caught reconnecting
+    /// gives its connect timeout and its handshake one response timeout
+    /// before it sees the shutdown (a reply trickled one byte at a time
+    /// included: every reply has one deadline, not one per read).
+    ///
     /// Calling it again does nothing. Dropping the last clone of a client
     /// stops its threads too, without waiting.
     ///

@@ -59,8 +59,8 @@ pub(super) fn start(shared: &Arc<Shared>) -> RedisResult<()> {
 
 /// Connects `link` to `target` and makes it the link's socket.
 fn open(shared: &Shared, link: &Link, target: &ConnectionInfo) -> RedisResult<Reader> {
-    let (reader, writer) = shared.server.open_pubsub(target, TICK)?;
-    link.writer.attach(writer);
+    let (mut reader, writer) = shared.server.open_pubsub(target, TICK)?;
+    link.writer.attach(writer, &mut reader);
     Ok(reader)
 }
 

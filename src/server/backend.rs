@@ -1,13 +1,18 @@
 //! How the client reaches its deployment: one server, a Redis Cluster, or a
 //! master found through Sentinel; with or without TLS.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 
+#[cfg(feature = "cluster")]
+use super::cluster_node::ClusterNode;
+use super::connection::Connection;
 use super::opener::Opener;
 #[cfg(feature = "sentinel")]
 use super::sentinel::{Limits, Sentinels};
+use super::socket::TlsConnector;
 use crate::config::{Config, Deployment};
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
@@ -37,10 +42,10 @@ pub(crate) enum Backend {
 /// One command connection of any backend.
 pub(crate) enum Conn {
     /// A connection to one server, and that server's address (for errors).
-    Single(redis::Connection, String),
+    Single(Connection, String),
     // Boxed: a cluster connection is several times the size of a plain one.
     #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterConnection>),
+    Cluster(Box<redis::cluster::ClusterConnection<ClusterNode>>),
 }
 
 impl Conn {
@@ -129,13 +134,10 @@ impl Backend {
         match &config.deployment {
             Deployment::Standalone => {
                 let info = parse(&config.url)?;
-                Opener::new(
-                    info,
-                    #[cfg(feature = "tls")]
-                    certificates(config),
-                )
-                .map(Backend::Standalone)
-                .map_err(|e| invalid_url(&config.url, e))
+                let tls = Arc::new(TlsConnector::new(config.tls_root_cert.clone()));
+                Opener::new(info, tls)
+                    .map(Backend::Standalone)
+                    .map_err(|e| invalid_url(&config.url, e))
             }
             #[cfg(feature = "cluster")]
             Deployment::Cluster(nodes) => {
@@ -188,7 +190,9 @@ impl Backend {
                 Conn::Single(opener.open(connect_timeout)?, opener.address())
             }
             #[cfg(feature = "cluster")]
-            Backend::Cluster { client, .. } => Conn::Cluster(Box::new(client.get_connection()?)),
+            Backend::Cluster { client, .. } => {
+                Conn::Cluster(Box::new(client.get_generic_connection::<ClusterNode>()?))
+            }
             #[cfg(feature = "sentinel")]
             Backend::Sentinel { sentinels, .. } => {
                 let (info, conn) = sentinels.connect_master(Limits {
@@ -253,15 +257,9 @@ impl std::fmt::Debug for Backend {
 /// A connection of its own to one node (a cluster master asked for its
 /// version, or scanned), opened within the connect timeout, with the
 /// client's TLS roots and its response timeout on every read and write.
-pub(crate) fn direct_connection(
-    info: ConnectionInfo,
-    config: &Config,
-) -> RedisResult<redis::Connection> {
-    let opener = Opener::new(
-        info,
-        #[cfg(feature = "tls")]
-        certificates(config),
-    )?;
+pub(crate) fn direct_connection(info: ConnectionInfo, config: &Config) -> RedisResult<Connection> {
+    let tls = Arc::new(TlsConnector::new(config.tls_root_cert.clone()));
+    let opener = Opener::new(info, tls)?;
     let conn = opener.open(config.connect_timeout)?;
     conn.set_read_timeout(Some(config.response_timeout))?;
     conn.set_write_timeout(Some(config.response_timeout))?;

@@ -11,9 +11,14 @@
 //! its own.
 
 pub(crate) mod backend;
+#[cfg(feature = "cluster")]
+mod cluster_node;
+pub(crate) mod connection;
 mod opener;
 pub(crate) mod pool;
 pub(crate) mod resp;
+#[cfg(test)]
+mod resp_props;
 #[cfg(feature = "sentinel")]
 mod sentinel;
 pub(crate) mod slot;
@@ -22,10 +27,12 @@ pub(crate) mod socket;
 mod tls;
 #[cfg(feature = "cluster")]
 pub(crate) mod topology;
+mod wire;
 
 use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionInfo, ConnectionLike, RedisResult};
@@ -75,7 +82,7 @@ pub(crate) struct Server {
     pubsub_mode: PubSubMode,
     /// The trusted roots for `rediss://` pub/sub sockets, prepared once; the
     /// command connections get the same roots through the redis crate.
-    tls: TlsConnector,
+    tls: Arc<TlsConnector>,
     /// Set by [`close`](Self::close): every later command fails with
     /// [`Error::Shutdown`].
     closed: AtomicBool,
@@ -94,7 +101,7 @@ impl Server {
         Ok(Server {
             pool,
             pubsub_mode,
-            tls: TlsConnector::new(config.tls_root_cert.clone()),
+            tls: Arc::new(TlsConnector::new(config.tls_root_cert.clone())),
             closed: AtomicBool::new(false),
             pid: std::process::id(),
         })
@@ -293,7 +300,7 @@ impl Server {
     /// A connection of its own to every master of the cluster (`SCAN`
     /// covers only the node it is sent to), with its `host:port`.
     #[cfg(feature = "cluster")]
-    pub(crate) fn connect_masters(&self) -> Result<Vec<(String, redis::Connection)>> {
+    pub(crate) fn connect_masters(&self) -> Result<Vec<(String, connection::Connection)>> {
         let seed = self.cluster_seed()?;
         let mut masters = Vec::new();
         for node in self.slot_map()?.masters() {

@@ -1,20 +1,23 @@
 //! Opening one command connection: the TCP connect, TLS, and every set-up
 //! command within one connect timeout, with errors that say what happened.
 //!
-//! The redis crate gives each set-up reply the whole time left after the TCP
-//! connect, one after the other: AUTH, SELECT and its two `CLIENT SETINFO`
-//! each waited out the connect timeout on a server that accepts and never
-//! answers (four times the timeout in all). So the crate is told to send at
-//! most AUTH (or HELLO), one reply; the database is selected here, each
-//! reply given only what is left of the same deadline. A connection that
-//! sends nothing else gets a PING, so that every new connection proves that
-//! a Redis server answers before it is used.
+//! The TCP connect, the TLS handshake, AUTH and SELECT share one deadline:
+//! each reply gets only what is left of it, all its bytes together (the
+//! redis crate's own connect gave each set-up reply the whole timeout, and
+//! its timeout applied to each read). A connection that sends nothing else
+//! gets a PING, so that every new connection proves that a Redis server
+//! answers before it is used. The connection speaks RESP2 (a URL's
+//! `protocol=resp3` is not followed: scripts answer the same either way).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::{Connection, ConnectionAddr, ConnectionInfo, ErrorKind, RedisResult};
+use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisResult};
+
+use super::connection::Connection;
+use super::socket::{Stream, TlsConnector};
 
 /// What the error of a peer that answers something else than RESP says;
 /// `Error::is_connection_error` looks for it.
@@ -29,41 +32,24 @@ const SHOWN: usize = 32;
 
 /// Opens command connections to one server.
 pub(crate) struct Opener {
-    /// The redis crate's client for the server, told to send nothing after
-    /// AUTH / HELLO.
-    client: redis::Client,
+    info: ConnectionInfo,
+    /// The client's TLS roots, for `rediss://`.
+    tls: Arc<TlsConnector>,
     /// The database to select, from the URL.
     db: i64,
 }
 
 impl Opener {
-    /// An opener for `info`, trusting `certs` (the client's TLS roots) when
-    /// given. No I/O.
-    pub(crate) fn new(
-        info: ConnectionInfo,
-        #[cfg(feature = "tls")] certs: Option<redis::TlsCertificates>,
-    ) -> RedisResult<Opener> {
+    /// An opener for `info`, trusting `tls`'s roots for `rediss://`. No I/O.
+    pub(crate) fn new(info: ConnectionInfo, tls: Arc<TlsConnector>) -> RedisResult<Opener> {
         let db = info.redis_settings().db();
-        let settings = info
-            .redis_settings()
-            .clone()
-            .set_db(0)
-            .set_skip_set_lib_name();
-        let info = info.set_redis_settings(settings);
-        #[cfg(feature = "tls")]
-        let client = match certs {
-            Some(certs) => redis::Client::build_with_tls(info, certs)?,
-            None => redis::Client::open(info)?,
-        };
-        #[cfg(not(feature = "tls"))]
-        let client = redis::Client::open(info)?;
-        Ok(Opener { client, db })
+        Ok(Opener { info, tls, db })
     }
 
     /// Where and how connections go (the database is not part of it:
     /// pub/sub ignores it).
     pub(crate) fn info(&self) -> &ConnectionInfo {
-        self.client.get_connection_info()
+        &self.info
     }
 
     /// The server's address, `host:port` or the socket's path, for errors.
@@ -82,12 +68,19 @@ impl Opener {
     }
 
     fn set_up(&self, timeout: Duration, deadline: Option<Instant>) -> RedisResult<Connection> {
-        let mut conn = self.client.get_connection_with_timeout(timeout)?;
-        let settings = self.info().redis_settings();
-        let sent_auth = settings.password().is_some() || settings.protocol().supports_resp3();
+        let stream = Stream::connect(self.info.addr(), &self.tls, timeout)?;
+        let mut conn = Connection::new(stream, self.db);
+        let settings = self.info.redis_settings();
+        if let Some(password) = settings.password() {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = settings.username() {
+                auth.arg(user);
+            }
+            run_before(&mut conn, auth.arg(password), deadline)?;
+        }
         if self.db != 0 {
             run_before(&mut conn, redis::cmd("SELECT").arg(self.db), deadline)?;
-        } else if !sent_auth {
+        } else if settings.password().is_none() {
             run_before(&mut conn, &redis::cmd("PING"), deadline)?;
         }
         conn.set_read_timeout(None)?;
@@ -182,8 +175,8 @@ pub(crate) fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration
     }
 }
 
-/// Runs one set-up command, its write and its reply bounded by what is left
-/// before `deadline`.
+/// Runs one set-up command, its write and its whole reply bounded by what
+/// is left before `deadline`.
 fn run_before(
     conn: &mut Connection,
     cmd: &redis::Cmd,

@@ -12,12 +12,15 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use redis::{Connection, ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, Role};
+use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, Role};
 
+use super::connection::Connection;
 use super::opener::Opener;
+use super::socket::TlsConnector;
 
 /// The connect and response timeouts of one look-up, and the moment by
 /// which it must be over, if any.
@@ -164,12 +167,8 @@ impl Sentinels {
     }
 
     fn open(&self, node: &Node, limits: Limits) -> RedisResult<Connection> {
-        Opener::new(
-            node.info.clone(),
-            #[cfg(feature = "tls")]
-            None,
-        )?
-        .open(limits.cut(limits.connect)?)
+        Opener::new(node.info.clone(), Arc::new(TlsConnector::new(None)))?
+            .open(limits.cut(limits.connect)?)
     }
 
     /// Sends `SENTINEL MASTER <name>` on `conn`, which is kept for the next
@@ -214,12 +213,8 @@ impl Sentinels {
             _ => ConnectionAddr::Tcp(host, port),
         };
         let info = self.master_template.clone().set_addr(addr);
-        let mut conn = Opener::new(
-            info.clone(),
-            #[cfg(feature = "tls")]
-            None,
-        )?
-        .open(limits.cut(limits.connect)?)?;
+        let mut conn = Opener::new(info.clone(), Arc::new(TlsConnector::new(None)))?
+            .open(limits.cut(limits.connect)?)?;
         let response = limits.cut(limits.response)?;
         conn.set_read_timeout(Some(response))?;
         conn.set_write_timeout(Some(response))?;

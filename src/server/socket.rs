@@ -7,6 +7,8 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -16,6 +18,7 @@ use super::opener::time_left;
 use super::resp::{self, Frame};
 #[cfg(feature = "tls")]
 pub(crate) use super::tls::TlsConnector;
+use super::wire::Wire;
 
 /// Stands in for the TLS setup in a build without the `tls` feature, where
 /// `rediss://` addresses are refused.
@@ -65,7 +68,11 @@ fn connect_tcp(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream
 impl Stream {
     /// Connects to `addr`; the TCP connect and the TLS handshake together
     /// get `timeout`, and a timeout says so, with the address.
-    fn connect(addr: &ConnectionAddr, tls: &TlsConnector, timeout: Duration) -> io::Result<Stream> {
+    pub(crate) fn connect(
+        addr: &ConnectionAddr,
+        tls: &TlsConnector,
+        timeout: Duration,
+    ) -> io::Result<Stream> {
         let started = Instant::now();
         Stream::connect_within(addr, tls, timeout, started).map_err(|e| {
             if matches!(
@@ -132,7 +139,7 @@ impl Stream {
     }
 
     /// The other half: a handle on the same socket (and TLS session).
-    fn try_clone(&self) -> io::Result<Stream> {
+    pub(crate) fn try_clone(&self) -> io::Result<Stream> {
         Ok(match self {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
             #[cfg(feature = "tls")]
@@ -143,7 +150,7 @@ impl Stream {
     }
 
     /// Bounds each blocking read; shared by both halves.
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             #[cfg(feature = "tls")]
@@ -154,7 +161,7 @@ impl Stream {
     }
 
     /// Bounds each blocking write; shared by both halves.
-    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_write_timeout(t),
             #[cfg(feature = "tls")]
@@ -167,7 +174,7 @@ impl Stream {
     /// Closes the socket for both halves. A TLS connection gets no
     /// close_notify: sending it could block on a dead peer, and the server
     /// treats a plain close the same way.
-    fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         let _ = match self {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
             #[cfg(feature = "tls")]
@@ -179,7 +186,7 @@ impl Stream {
 
     /// Blocks until data arrives and appends it to `buf`; returns how many
     /// bytes it appended, 0 when the server closed the connection.
-    fn read_into(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+    pub(crate) fn read_into(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
         let mut chunk = [0u8; 4096];
         let read = match self {
             Stream::Tcp(s) => s.read(&mut chunk)?,
@@ -193,7 +200,7 @@ impl Stream {
     }
 
     /// Sends `bytes` whole (encrypted, over TLS).
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.write_all(bytes),
             #[cfg(feature = "tls")]
@@ -207,8 +214,11 @@ impl Stream {
 /// The reading half, owned by the subscriber thread.
 #[derive(Debug)]
 pub(crate) struct Reader {
-    stream: Stream,
-    buf: Vec<u8>,
+    wire: Wire,
+    /// How long one [`next`](Reader::next) may wait, whatever arrives.
+    tick: Duration,
+    /// The longest argument sent on this connection: see [`frame_cap`].
+    longest_sent: Arc<AtomicUsize>,
 }
 
 /// The writing half, shared by every thread that subscribes. Empty while the
@@ -216,6 +226,23 @@ pub(crate) struct Reader {
 #[derive(Debug, Default)]
 pub(crate) struct Writer {
     stream: Mutex<Option<Stream>>,
+    /// The longest argument (a channel name) ever sent, shared with each
+    /// reader attached, which sizes its frame cap by it.
+    longest_sent: Arc<AtomicUsize>,
+}
+
+/// What a pub/sub frame may carry besides one of our channel names: its
+/// kind (`smessage`, `sunsubscribe`), the payload or count, the headers.
+/// Generous, so that a server's longer error text still fits.
+pub(crate) const FRAME_SLACK: usize = 4096;
+
+/// The longest frame a pub/sub connection accepts: every frame the server
+/// may rightly send carries at most one of the names we sent (a message,
+/// a confirmation) plus [`FRAME_SLACK`]. A longer one, or a length that
+/// announces one, drops the connection (it reconnects) before the bytes
+/// are kept.
+fn frame_cap(longest_sent: usize) -> usize {
+    longest_sent.saturating_add(FRAME_SLACK)
 }
 
 /// Opens a pub/sub connection (with `tls` for `rediss://` addresses),
@@ -240,8 +267,9 @@ pub(crate) fn connect(
     stream.set_read_timeout(Some(response_timeout))?;
     let mut writer = stream.try_clone()?;
     let mut reader = Reader {
-        stream,
-        buf: Vec::with_capacity(4096),
+        wire: Wire::new(stream, frame_cap(0)),
+        tick,
+        longest_sent: Arc::default(),
     };
     // AUTH and PING share one response timeout, as a command connection's
     // set-up shares one connect timeout.
@@ -275,7 +303,6 @@ pub(crate) fn connect(
         Err(e) if name.is_some() && e.to_string().starts_with("NOPERM") => {}
         other => other.map_err(|e| explain(e, info, response_timeout))?,
     }
-    reader.stream.set_read_timeout(Some(tick))?;
     Ok((reader, writer))
 }
 
@@ -309,10 +336,11 @@ fn handshake(
     refused: io::ErrorKind,
     deadline: Option<Instant>,
 ) -> io::Result<()> {
-    reader.stream.set_read_timeout(time_left(deadline)?)?;
+    time_left(deadline)?;
     writer.write_all(&resp::command(args))?;
     let name = String::from_utf8_lossy(args[0]);
-    match reader.next()? {
+    // One deadline for the whole reply, however slowly it comes.
+    match reader.wire.read_until(deadline, resp::Decoder::frame)? {
         Some(Frame::Simple(_)) => Ok(()),
         Some(Frame::Error(e)) => Err(io::Error::new(
             refused,
@@ -331,43 +359,23 @@ fn handshake(
 }
 
 impl Reader {
-    /// The next complete reply; `Ok(None)` when the read timeout passed first.
+    /// The next complete reply; `Ok(None)` when one tick passed first, even
+    /// while bytes keep coming (so that the owner's liveness checks run
+    /// under a steady stream). A frame longer than the cap is an
+    /// `InvalidData` error: the connection must be dropped.
     pub(crate) fn next(&mut self) -> io::Result<Option<Frame>> {
-        loop {
-            match resp::parse(&self.buf) {
-                Ok(Some((frame, used))) => {
-                    self.buf.drain(..used);
-                    return Ok(Some(frame));
-                }
-                Ok(None) => {}
-                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.0)),
-            }
-            match self.stream.read_into(&mut self.buf) {
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the server closed the pub/sub connection",
-                    ))
-                }
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(None)
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let longest = self.longest_sent.load(Ordering::Relaxed);
+        self.wire.set_cap(frame_cap(longest));
+        let deadline = Instant::now().checked_add(self.tick);
+        self.wire.read_until(deadline, resp::Decoder::frame)
     }
 }
 
 impl Writer {
-    /// Makes `stream` the socket that commands go to.
-    pub(crate) fn attach(&self, stream: Stream) {
+    /// Makes `stream` the socket that commands go to, and has `reader`
+    /// (its other half) accept frames as long as the names sent on it.
+    pub(crate) fn attach(&self, stream: Stream, reader: &mut Reader) {
+        reader.longest_sent = Arc::clone(&self.longest_sent);
         *self.stream.lock() = Some(stream);
     }
 
@@ -388,6 +396,9 @@ impl Writer {
                 "pub/sub connection is down",
             ));
         };
+        let longest = args.iter().map(|a| a.len()).max().unwrap_or(0);
+        // Before the command goes out: its reply may come at once.
+        self.longest_sent.fetch_max(longest, Ordering::Relaxed);
         let result = stream.write_all(&resp::command(args));
         if result.is_err() {
             // A half-written command leaves the stream unusable.

@@ -302,34 +302,32 @@ impl TlsStream {
         &self.tcp
     }
 
-    /// Blocks until the server sends application data and appends all of
-    /// it that has arrived to `out`; returns how many bytes it appended, 0
+    /// Blocks until the server sends bytes and appends the application
+    /// data they complete to `out`; returns how many bytes it appended, 0
     /// when the server closed the connection.
     ///
     /// Errors of the socket's read, a timeout among them, are returned as
-    /// they are, for the caller to read as it reads a plain socket's. TLS
-    /// records without data (session tickets) do not count as data: this
-    /// keeps reading.
+    /// they are, for the caller to read as it reads a plain socket's. Bytes
+    /// that complete no data (part of a record, a session ticket) give an
+    /// `Interrupted` error: the caller checks its deadline and reads on, so
+    /// that a peer trickling a record cannot hold it past its deadline.
     pub(crate) fn read_into(&mut self, out: &mut Vec<u8>) -> io::Result<usize> {
         let mut chunk = [0u8; 8192];
-        loop {
-            // Unlocked: a waiter may send meanwhile.
-            let read = self.tcp.read(&mut chunk)?;
-            if read == 0 {
-                return Ok(0);
-            }
-            let mut session = self.session.lock();
-            let absorbed = absorb(&mut session, &chunk[..read], out);
-            // Send what the records called for (an alert, a key update)
-            // even when they also carried an error.
-            flush(&mut session, &mut self.tcp)?;
-            let Absorbed { added, closed } = absorbed?;
-            if added > 0 {
-                return Ok(added);
-            }
-            if closed {
-                return Ok(0);
-            }
+        // Unlocked: a waiter may send meanwhile.
+        let read = self.tcp.read(&mut chunk)?;
+        if read == 0 {
+            return Ok(0);
+        }
+        let mut session = self.session.lock();
+        let absorbed = absorb(&mut session, &chunk[..read], out);
+        // Send what the records called for (an alert, a key update) even
+        // when they also carried an error.
+        flush(&mut session, &mut self.tcp)?;
+        let Absorbed { added, closed } = absorbed?;
+        match (added, closed) {
+            (0, true) => Ok(0),
+            (0, false) => Err(io::ErrorKind::Interrupted.into()),
+            (added, _) => Ok(added),
         }
     }
 

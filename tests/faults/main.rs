@@ -20,6 +20,7 @@ mod connect_errors;
 mod deadline_stalled;
 mod drop_stalled;
 mod holder_killed;
+mod hostile_replies;
 mod lost_release;
 mod outage;
 mod pubsub_killed;

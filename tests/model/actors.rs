@@ -1001,6 +1001,8 @@ impl Actor {
         let action = match cut {
             Cut::Request => Action::LoseRequest,
             Cut::Reply => Action::LoseReply,
+            // `:1\r\n` ends after 3 pauses: past the response timeout.
+            Cut::Trickle => Action::TrickleReply(RESPONSE_TIMEOUT * 2 / 5),
         };
         let armed = proxy.arm(Rule {
             matcher: release_matcher(set, target),
@@ -1011,6 +1013,7 @@ impl Actor {
             what: match cut {
                 Cut::Request => "request",
                 Cut::Reply => "reply",
+                Cut::Trickle => "trickled reply",
             },
         })
     }

@@ -133,6 +133,9 @@ pub(crate) enum Cut {
     Request,
     /// The server runs the release; the connection dies before its reply.
     Reply,
+    /// The server runs the release; its reply comes one byte at a time,
+    /// each within the response timeout, all of it not (issue 26).
+    Trickle,
 }
 
 /// Percent of releases whose first attempt is lost (with a fault proxy).
@@ -142,12 +145,10 @@ const CUT_RELEASE: u64 = 8;
 const CUT_STALE: u64 = 40;
 
 fn cut(rng: &mut Rng, percent: u64) -> Option<Cut> {
-    rng.chance(percent).then(|| {
-        if rng.chance(50) {
-            Cut::Request
-        } else {
-            Cut::Reply
-        }
+    rng.chance(percent).then(|| match rng.below(5) {
+        0 | 1 => Cut::Request,
+        2 | 3 => Cut::Reply,
+        _ => Cut::Trickle,
     })
 }
 

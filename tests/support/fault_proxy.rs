@@ -55,6 +55,12 @@ pub(crate) enum Action {
     /// Hold the request back this long, then forward it (a stalled server:
     /// the client gives up on it, and it still runs later).
     DelayRequest(Duration),
+    /// Forward the request, send its reply one byte per this pause.
+    TrickleReply(Duration),
+    /// Forward the request and its reply, then send these bytes and
+    /// endless filler after them (about 10 MB/s) until the client closes.
+    #[allow(dead_code)] // tests/faults only: the checker does not flood
+    FloodAfterReply(&'static [u8]),
 }
 
 /// Which request a rule waits for: its command (case-insensitive) is one of
@@ -177,7 +183,7 @@ impl Shared {
         let slot = match action {
             Action::LoseRequest => 0,
             Action::LoseReply => 1,
-            Action::DelayReply(_) => 2,
+            Action::DelayReply(_) | Action::TrickleReply(_) | Action::FloodAfterReply(_) => 2,
             Action::DelayRequest(_) => 3,
         };
         self.counts[slot].fetch_add(1, Ordering::Relaxed);
@@ -245,7 +251,8 @@ impl FaultProxy {
         }
     }
 
-    /// `lost request N, lost reply N, delayed reply N, delayed request N`.
+    /// `lost request N, lost reply N, delayed reply N, delayed request N`
+    /// (delayed replies count the trickled and flooded ones too).
     pub(crate) fn summary(&self) -> String {
         let c = |i: usize| self.shared.counts[i].load(Ordering::Relaxed);
         format!(
@@ -360,6 +367,8 @@ enum ReplyState {
     Cut(u64),
     /// Hold them back this long first; the rule's id.
     Delay(Duration, u64),
+    /// Other ways to spoil the reply: see [`spoil`].
+    Spoil(Action),
 }
 
 /// Client → server: forwards whole requests, applying rules; returns when
@@ -400,6 +409,7 @@ fn pump_requests(
                     shared.fire(id, Action::DelayRequest(d));
                     thread::sleep(d);
                 }
+                Some((_, action)) => *replies.lock() = ReplyState::Spoil(action),
                 None => {}
             }
             if server.write_all(&pending[..used]).is_err() {
@@ -408,7 +418,10 @@ fn pump_requests(
             pending.drain(..used);
             // A delay has fired once the request is on its way: whoever
             // waits for it knows the server has the request.
-            if let Some((id, action @ Action::DelayReply(_))) = rule {
+            // (A held-back request fired before its pause.)
+            if let Some((id, action)) =
+                rule.filter(|(_, a)| !matches!(a, Action::LoseReply | Action::DelayRequest(_)))
+            {
                 shared.fire(id, action);
             }
         }
@@ -438,10 +451,41 @@ fn pump_replies(
                 return;
             }
             ReplyState::Delay(d, _) => thread::sleep(d),
+            ReplyState::Spoil(action) => return spoil(action, &chunk[..n], client, shared),
         }
         if client.write_all(&chunk[..n]).is_err() {
             return;
         }
+    }
+}
+
+/// Sends `reply` as `action` says, then forwards nothing more: the
+/// connection is spoilt. Ends when the client closes or the proxy stops.
+fn spoil(action: Action, reply: &[u8], mut client: &TcpStream, shared: &Shared) {
+    let stopped = || shared.stop.load(Ordering::SeqCst);
+    match action {
+        Action::TrickleReply(pause) => {
+            for byte in reply {
+                if stopped() || client.write_all(&[*byte]).is_err() {
+                    return;
+                }
+                thread::sleep(pause);
+            }
+        }
+        Action::FloodAfterReply(junk) => {
+            if client
+                .write_all(reply)
+                .and_then(|()| client.write_all(junk))
+                .is_err()
+            {
+                return;
+            }
+            let filler = vec![b'x'; 64 * 1024];
+            while !stopped() && client.write_all(&filler).is_ok() {
+                thread::sleep(Duration::from_millis(6));
+            }
+        }
+        _ => {}
     }
 }
 
