@@ -93,7 +93,7 @@ fn build_returns_within_its_bound_when_the_pubsub_handshake_is_trickled() {
     assert!(took < 2 * connect + response + SLACK, "took {took:?}");
 }
 
-/// The pub/sub connection drops and the reconnect's PING reply is
+/// The pub/sub connection drops and the reconnect's handshake replies are
 /// trickled: `shutdown()` still returns within its documented bound.
 #[test]
 fn shutdown_is_bounded_while_a_reconnect_is_trickled() {
@@ -114,9 +114,14 @@ fn shutdown_is_bounded_while_a_reconnect_is_trickled() {
         lock.lock().map(|_| ()).map_err(|e| e.report())
     });
     wait_for_subscribers(&server, &channel_of("reconnect"), 1);
+    // The reconnect's AUTH and CLIENT SETNAME replies (`+OK\r\n` each):
+    // 14 s in all, each byte within the response timeout.
     let armed = proxy.arming().arm(Rule {
-        matcher: command("PING"),
-        // `+PONG\r\n`: 8.4 s in all, each byte within the response timeout.
+        matcher: command("AUTH"),
+        action: Action::TrickleReply(Duration::from_millis(1400)),
+    });
+    let _named = proxy.arming().arm(Rule {
+        matcher: command("CLIENT"),
         action: Action::TrickleReply(Duration::from_millis(1400)),
     });
     let _: redis::Value = redis::cmd("CLIENT")
