@@ -6,11 +6,12 @@
 //! The engine knows locks only as a name and a kind ([`LockRef`]); the
 //! handles and guards of the public API stand on it.
 
+mod attempt;
 mod outage;
 mod release;
 mod wait;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -182,6 +183,7 @@ impl Engine {
             lease,
             lease_ms,
             field: self.field(lock.kind),
+            unsure: Cell::new(false),
         };
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(call.interrupted());
@@ -206,6 +208,10 @@ impl Engine {
             }
             outcome
         };
+        if outcome.is_err() {
+            // Never leave a hold behind that no guard owns.
+            call.settle_unsure();
+        }
         match outcome {
             // Taken as the client shut down: an attempt sent before
             // `close`, or a hand-over whose release was. Checked last, so
@@ -234,35 +240,11 @@ struct Call<'a, K> {
     lease: Option<Duration>,
     lease_ms: u64,
     field: Arc<str>,
+    /// Whether the last attempt's outcome is unknown (see `attempt.rs`).
+    unsure: Cell<bool>,
 }
 
 impl<K: KindOps> Call<'_, K> {
-    /// One acquire attempt. An acquire that the replicas did not confirm
-    /// in time (`sync_replicas`) is undone before the error is returned.
-    fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
-        let engine = self.engine;
-        engine.server.check_open()?;
-        let attempt = self
-            .lock
-            .kind
-            .try_acquire(self.target(), self.lease_ms, &self.field, may_queue)
-            .map_err(|e| crate::kind::wrong_kind(self.lock.name, K::DESCRIPTION, e));
-        if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
-            match engine.release_script(self.lock, &self.field) {
-                // The undo itself is not replicated either, but it stands
-                // on the master, which is what the next acquire checks.
-                Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
-                Err(e) => log::warn!(
-                    "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
-                     the hold expires after its lease",
-                    names::shorten(self.lock.name),
-                    e.report()
-                ),
-            }
-        }
-        attempt
-    }
-
     /// Records a hold just taken (`holds` = the thread's hold count in
     /// Redis now) and says how it is kept alive.
     fn hold(&self, started: Instant, grant: K::Grant, holds: u32) -> (Hold, K::Grant) {

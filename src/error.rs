@@ -4,8 +4,8 @@ use std::fmt;
 
 mod classify;
 
-pub(crate) use classify::is_transient;
 use classify::{is_not_resp, refused_credentials};
+pub(crate) use classify::{is_transient, reply_was_read};
 
 /// Everything that can go wrong when taking, holding or releasing a lock.
 ///

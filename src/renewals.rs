@@ -276,6 +276,16 @@ impl RenewalMap {
         self.entries.lock().get(&key).map(|e| Arc::clone(&e.record))
     }
 
+    /// How many holds of `field` on `name` this client counts (guarded,
+    /// leaked or not): what Redis should count for that field.
+    pub(crate) fn counted(&self, name: &Arc<str>, field: &Arc<str>) -> u32 {
+        let key = (Arc::clone(name), Arc::clone(field));
+        self.entries
+            .lock()
+            .get(&key)
+            .map_or(0, |e| e.watched.saturating_add(e.leased))
+    }
+
     /// Every record with a watched hold, for one renewal pass.
     pub(crate) fn snapshot(&self) -> Vec<Arc<HoldRecord>> {
         self.entries

@@ -52,6 +52,12 @@ pub(crate) enum Action {
     LoseReply,
     /// Forward the request, hold its reply back this long.
     DelayReply(Duration),
+    /// Forward the request, send these bytes instead of its reply (and
+    /// keep the connection): a garbled reply.
+    GarbleReply(&'static [u8]),
+    /// Forward the request, send the first half of its reply, then cut
+    /// the connection: a reply cut mid-way.
+    CutMidReply,
 }
 
 /// Which request a rule waits for: its command (case-insensitive) is one of
@@ -173,7 +179,7 @@ impl Shared {
     fn fire(&self, id: u64, action: Action) {
         let slot = match action {
             Action::LoseRequest => 0,
-            Action::LoseReply => 1,
+            Action::LoseReply | Action::GarbleReply(_) | Action::CutMidReply => 1,
             Action::DelayReply(_) => 2,
         };
         self.counts[slot].fetch_add(1, Ordering::Relaxed);
@@ -355,6 +361,10 @@ enum ReplyState {
     Cut(u64),
     /// Hold them back this long first; the rule's id.
     Delay(Duration, u64),
+    /// Send these bytes instead (garbled); the rule's id.
+    Garble(&'static [u8], u64),
+    /// Send half of them, then cut the connection; the rule's id.
+    Half(u64),
 }
 
 /// Client → server: forwards whole requests, applying rules; returns when
@@ -391,6 +401,10 @@ fn pump_requests(
                 // Set before the request leaves, so its reply cannot slip by.
                 Some((id, Action::LoseReply)) => *replies.lock() = ReplyState::Cut(id),
                 Some((id, Action::DelayReply(d))) => *replies.lock() = ReplyState::Delay(d, id),
+                Some((id, Action::GarbleReply(with))) => {
+                    *replies.lock() = ReplyState::Garble(with, id);
+                }
+                Some((id, Action::CutMidReply)) => *replies.lock() = ReplyState::Half(id),
                 None => {}
             }
             if server.write_all(&pending[..used]).is_err() {
@@ -429,6 +443,18 @@ fn pump_replies(
                 return;
             }
             ReplyState::Delay(d, _) => thread::sleep(d),
+            ReplyState::Garble(with, id) => {
+                shared.fire(id, Action::GarbleReply(with));
+                if client.write_all(with).is_err() {
+                    return;
+                }
+                continue;
+            }
+            ReplyState::Half(id) => {
+                shared.fire(id, Action::CutMidReply);
+                let _ = client.write_all(&chunk[..n.div_ceil(2).min(n - 1).max(1)]);
+                return;
+            }
         }
         if client.write_all(&chunk[..n]).is_err() {
             return;
