@@ -255,6 +255,7 @@ impl<K: KindOps> Call<'_, K> {
             started,
             holds,
             self.lease.is_none(),
+            self.lease.and_then(|lease| started.checked_add(lease)),
         );
         if orphans > 0 {
             self.release_orphans(orphans);
