@@ -254,8 +254,7 @@ impl<K: KindOps> Call<'_, K> {
             self.lock.kind.renew_kind(),
             started,
             holds,
-            self.lease.is_none(),
-            self.lease.and_then(|lease| started.checked_add(lease)),
+            self.lease,
         );
         if orphans > 0 {
             self.release_orphans(orphans);

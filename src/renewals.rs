@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -168,8 +168,8 @@ impl RenewalMap {
     /// never overestimates.
     ///
     /// Also returns how many more holds Redis counts than there are here:
-    /// holds no guard stands for, which the caller gives back. A leased
-    /// hold's lease ends at `lease_end`. A generation whose leases had all
+    /// holds no guard stands for, which the caller gives back. A hold with
+    /// a `lease` expires after it; one without is watched. A generation whose leases had all
     /// run out when the request left is not re-entered, whatever `holds`
     /// says (an acquire repeated after its reply was lost counts twice):
     /// Redis had dropped it.
@@ -180,12 +180,12 @@ impl RenewalMap {
         kind: RenewKind,
         sent: Instant,
         holds: u32,
-        watched: bool,
-        lease_end: Option<Instant>,
+        lease: Option<Duration>,
     ) -> (Arc<HoldRecord>, u32) {
         let mut entries = self.entries.lock();
         let key = (Arc::clone(name), Arc::clone(field));
-        let lease_end = if watched { None } else { lease_end };
+        let watched = lease.is_none();
+        let lease_end = lease.and_then(|lease| sent.checked_add(lease));
         if let Some(entry) = entries.get_mut(&key) {
             if holds > 1 && !entry.expired_by(sent) {
                 if watched {
@@ -351,7 +351,6 @@ impl RenewalMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn names() -> (Arc<str>, Arc<str>) {
         (Arc::from("lock"), Arc::from("uuid:1"))
@@ -374,8 +373,7 @@ mod tests {
             RenewKind::Hash,
             Instant::now(),
             holds,
-            watched,
-            None,
+            (!watched).then_some(Duration::from_secs(60)),
         );
         assert_eq!(orphans, 0);
         record
@@ -461,13 +459,27 @@ mod tests {
         let (name, field) = names();
         let now = Instant::now();
         // An acquire retried after its reply was lost: Redis counts 2.
-        let (first, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, true, None);
+        let (first, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, None);
         assert_eq!(orphans, 1);
         // A re-entry, after the orphan was given back: Redis counts 2 again.
-        let (again, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, false, None);
+        let (again, orphans) = map.add(
+            &name,
+            &field,
+            RenewKind::Hash,
+            now,
+            2,
+            Some(Duration::from_secs(60)),
+        );
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!(orphans, 0);
-        let (_, orphans) = map.add(&name, &field, RenewKind::Hash, now, 5, false, None);
+        let (_, orphans) = map.add(
+            &name,
+            &field,
+            RenewKind::Hash,
+            now,
+            5,
+            Some(Duration::from_secs(60)),
+        );
         assert_eq!(orphans, 2);
     }
 
@@ -476,11 +488,11 @@ mod tests {
         let map = RenewalMap::new(Arc::default());
         let (name, field) = names();
         let now = Instant::now();
-        let (old, _) = map.add(&name, &field, RenewKind::Hash, now, 1, false, Some(now));
+        let (old, _) = map.add(&name, &field, RenewKind::Hash, now, 1, Some(Duration::ZERO));
         assert_eq!(map.counted(&name, &field), 0, "Redis dropped it");
         // An acquire sent after the lease ran out, counted twice.
         let later = now + Duration::from_millis(1);
-        let (new, orphans) = map.add(&name, &field, RenewKind::Hash, later, 2, false, None);
+        let (new, orphans) = map.add(&name, &field, RenewKind::Hash, later, 2, None);
         assert!(!old.is_live() && new.is_live());
         assert_eq!(orphans, 1);
     }

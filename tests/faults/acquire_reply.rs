@@ -168,3 +168,29 @@ fn a_reply_cut_and_retried_resolves_to_one_hold() {
         Action::LoseReply,
     );
 }
+
+#[test]
+fn an_acquire_counted_twice_after_a_lease_ran_out_is_not_given_to_the_stale_guard() {
+    // A leased hold runs out; the thread's next acquire loses its reply and
+    // is retried, so Redis counts it twice. That count is a new hold, not a
+    // re-entry of the expired one: the old guard must report the loss, not
+    // release the new hold.
+    let (server, proxy, client) = setup(2);
+    let lock = client.lock("stale:1");
+    let old = lock
+        .lock_with_lease(Duration::from_millis(100))
+        .expect("a short lease");
+    std::thread::sleep(Duration::from_millis(250));
+    assert!(!server.exists("stale:1"), "the lease ran out");
+    let armed = arm(&proxy, "stale:1", Action::LoseReply);
+    let new = lock.lock().expect("retried after the lost reply");
+    assert!(armed.wait_fired(Duration::from_secs(1)));
+    assert_eq!(holds_in_redis(&server, "stale:1"), 1, "one hold, one guard");
+    assert!(
+        matches!(old.unlock(), Err(redhold::Error::LockLost { .. })),
+        "the expired guard released someone's hold"
+    );
+    assert_eq!(holds_in_redis(&server, "stale:1"), 1, "the new hold stays");
+    drop(new);
+    assert!(!server.exists("stale:1"));
+}
