@@ -175,7 +175,9 @@ impl ClientBuilder {
     /// [`outage_tolerance`](Self::outage_tolerance)) when Redis is down or
     /// stalled: one command fails within
     /// `(retry_attempts + 1) × (connect_timeout + response_timeout) + retry_attempts × retry_delay`
-    /// (see `docs/reliability.md`).
+    /// (see `docs/reliability.md`); an acquire that fails with its outcome
+    /// unknown adds one `response_timeout` to find out and give back what
+    /// it may have taken.
     ///
     /// Defaults to 3.
     pub fn retry_attempts(mut self, attempts: u32) -> Self {

@@ -6,13 +6,14 @@
 //! The engine knows locks only as a name and a kind ([`LockRef`]); the
 //! handles and guards of the public API stand on it.
 
+mod attempt;
 mod give_back;
 mod outage;
 mod pending;
 mod release;
 mod wait;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -196,6 +197,7 @@ impl Engine {
             lease,
             lease_ms,
             field: self.field(lock.kind),
+            unsure: Cell::new(false),
         };
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(call.interrupted());
@@ -220,6 +222,10 @@ impl Engine {
             }
             outcome
         };
+        if outcome.is_err() {
+            // Never leave a hold behind that no guard owns.
+            call.settle_unsure();
+        }
         match outcome {
             // Taken as the client shut down: an attempt sent before
             // `close`, or a hand-over whose release was. Checked last, so
@@ -250,38 +256,11 @@ struct Call<'a, K> {
     lease: Option<Duration>,
     lease_ms: u64,
     field: Arc<str>,
+    /// Whether the last attempt's outcome is unknown (see `attempt.rs`).
+    unsure: Cell<bool>,
 }
 
 impl<K: KindOps> Call<'_, K> {
-    /// One acquire attempt. An acquire that the replicas did not confirm
-    /// in time (`sync_replicas`) is undone before the error is returned.
-    fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
-        let engine = self.engine;
-        engine.server.check_open()?;
-        // A release of this thread's earlier hold still pending would
-        // decrement the same field after this acquire: settle it first.
-        engine.pending.settle(self.lock.name, &self.field, None)?;
-        let attempt = self
-            .lock
-            .kind
-            .try_acquire(self.target(), self.lease_ms, &self.field, may_queue)
-            .map_err(|e| crate::kind::wrong_kind(self.lock.name, K::DESCRIPTION, e));
-        if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
-            match engine.release_script(self.lock, &self.field) {
-                // The undo itself is not replicated either, but it stands
-                // on the master, which is what the next acquire checks.
-                Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
-                Err(e) => log::warn!(
-                    "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
-                     the hold expires after its lease",
-                    names::shorten(self.lock.name),
-                    e.report()
-                ),
-            }
-        }
-        attempt
-    }
-
     /// Records a hold just taken (`holds` = the thread's hold count in
     /// Redis now) and says how it is kept alive.
     fn hold(&self, started: Instant, grant: K::Grant, holds: u32) -> (Hold, K::Grant) {
@@ -291,7 +270,7 @@ impl<K: KindOps> Call<'_, K> {
             self.lock.kind.renew_kind(),
             started,
             holds,
-            self.lease.is_none(),
+            self.lease,
         );
         if orphans > 0 {
             self.release_orphans(orphans);

@@ -6,7 +6,7 @@ mod classify;
 mod loss;
 
 use classify::refused_credentials;
-pub(crate) use classify::{is_not_resp, is_transient};
+pub(crate) use classify::{is_not_resp, is_transient, reply_was_read};
 pub use loss::LossCause;
 
 /// Everything that can go wrong when taking, holding or releasing a lock.

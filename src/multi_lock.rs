@@ -14,7 +14,11 @@ use crate::lock::Lock;
 /// When one lock of the set is busy, every lock taken so far is released
 /// before waiting, so two threads locking overlapping sets in different
 /// orders cannot deadlock. The waiting thread then waits on the busy lock
-/// (woken by its release message) and starts again from there.
+/// (woken by its release message) and starts again from there. A lock
+/// whose server is unreachable is treated the same way: the set is
+/// released and the call waits that outage out on that lock (see
+/// [`ClientBuilder::outage_tolerance`](crate::ClientBuilder::outage_tolerance)),
+/// whichever lock of the set it is.
 ///
 /// ```no_run
 /// # fn main() -> redhold::Result<()> {
@@ -155,17 +159,30 @@ impl MultiLock {
             let mut guards = Vec::with_capacity(self.locks.len());
             guards.push(head);
             let mut busy = None;
+            // Why the busy lock could not be had, when its server is away.
+            let mut away = None;
             for (i, lock) in self.locks.iter().enumerate() {
                 if i == first {
                     continue;
                 }
                 // On error `?` drops the guards taken so far: released.
-                match lock.acquire(lease, Some(Duration::ZERO), None)? {
-                    Some(guard) => guards.push(guard),
-                    None => {
+                match lock.acquire(lease, Some(Duration::ZERO), None) {
+                    Ok(Some(guard)) => guards.push(guard),
+                    Ok(None) => {
                         busy = Some(i);
                         break;
                     }
+                    // Its server is away (down, stalled, failing over):
+                    // wait that out on this lock, as on the first one,
+                    // instead of failing the whole set. Its try settled
+                    // whatever it may have taken (`engine/attempt.rs`); a
+                    // late one is re-entered and given back by the wait.
+                    Err(e) if e.is_connection_error() => {
+                        busy = Some(i);
+                        away = Some(e);
+                        break;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
             let Some(busy) = busy else {
@@ -175,7 +192,9 @@ impl MultiLock {
             // locks we hold while we wait for theirs.
             let _ = release_all(guards);
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(None);
+                // Out of time while a server was away: its state is
+                // unknown, so an error, as a single lock's wait reports.
+                return away.map_or(Ok(None), Err);
             }
             first = busy;
         }

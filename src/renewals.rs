@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -101,6 +101,17 @@ struct Entry {
     /// those, not one a live guard stands for.
     leaked_watched: u32,
     leaked_leased: u32,
+    /// When the last lease of the generation runs out, while it never had
+    /// a watched hold (renewals may keep the key longer): from then on
+    /// Redis counts none of its holds, whatever the guards say.
+    leased_until: Option<Instant>,
+}
+
+impl Entry {
+    /// Whether every hold of the generation has expired in Redis by `at`.
+    fn expired_by(&self, at: Instant) -> bool {
+        self.watched == 0 && self.leased_until.is_some_and(|until| until <= at)
+    }
 }
 
 /// Which hold a release is for.
@@ -157,7 +168,11 @@ impl RenewalMap {
     /// never overestimates.
     ///
     /// Also returns how many more holds Redis counts than there are here:
-    /// holds no guard stands for, which the caller gives back.
+    /// holds no guard stands for, which the caller gives back. A hold with
+    /// a `lease` expires after it; one without is watched. A generation whose leases had all
+    /// run out when the request left is not re-entered, whatever `holds`
+    /// says (an acquire repeated after its reply was lost counts twice):
+    /// Redis had dropped it.
     pub(crate) fn add(
         &self,
         name: &Arc<str>,
@@ -165,17 +180,21 @@ impl RenewalMap {
         kind: RenewKind,
         sent: Instant,
         holds: u32,
-        watched: bool,
+        lease: Option<Duration>,
     ) -> (Arc<HoldRecord>, u32) {
         let mut entries = self.entries.lock();
         let key = (Arc::clone(name), Arc::clone(field));
+        let watched = lease.is_none();
+        let lease_end = lease.and_then(|lease| sent.checked_add(lease));
         if let Some(entry) = entries.get_mut(&key) {
-            if holds > 1 {
+            if holds > 1 && !entry.expired_by(sent) {
                 if watched {
                     entry.watched += 1;
+                    entry.leased_until = None;
                     entry.record.confirmed_at(sent);
                 } else {
                     entry.leased += 1;
+                    entry.leased_until = entry.leased_until.zip(lease_end).map(|(a, b)| a.max(b));
                 }
                 let here = entry.watched.saturating_add(entry.leased);
                 return (Arc::clone(&entry.record), holds.saturating_sub(here));
@@ -201,6 +220,7 @@ impl RenewalMap {
                 leased: u32::from(!watched),
                 leaked_watched: 0,
                 leaked_leased: 0,
+                leased_until: lease_end,
             },
         );
         (record, holds.saturating_sub(1))
@@ -276,6 +296,18 @@ impl RenewalMap {
         self.entries.lock().get(&key).map(|e| Arc::clone(&e.record))
     }
 
+    /// How many holds of `field` on `name` this client counts (guarded,
+    /// leaked or not) that Redis may still count: none of a generation
+    /// whose leases have all run out.
+    pub(crate) fn counted(&self, name: &Arc<str>, field: &Arc<str>) -> u32 {
+        let key = (Arc::clone(name), Arc::clone(field));
+        self.entries
+            .lock()
+            .get(&key)
+            .filter(|e| !e.expired_by(Instant::now()))
+            .map_or(0, |e| e.watched.saturating_add(e.leased))
+    }
+
     /// Every record with a watched hold, for one renewal pass.
     pub(crate) fn snapshot(&self) -> Vec<Arc<HoldRecord>> {
         self.entries
@@ -341,7 +373,7 @@ mod tests {
             RenewKind::Hash,
             Instant::now(),
             holds,
-            watched,
+            (!watched).then_some(Duration::from_secs(60)),
         );
         assert_eq!(orphans, 0);
         record
@@ -427,14 +459,42 @@ mod tests {
         let (name, field) = names();
         let now = Instant::now();
         // An acquire retried after its reply was lost: Redis counts 2.
-        let (first, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, true);
+        let (first, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, None);
         assert_eq!(orphans, 1);
         // A re-entry, after the orphan was given back: Redis counts 2 again.
-        let (again, orphans) = map.add(&name, &field, RenewKind::Hash, now, 2, false);
+        let (again, orphans) = map.add(
+            &name,
+            &field,
+            RenewKind::Hash,
+            now,
+            2,
+            Some(Duration::from_secs(60)),
+        );
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!(orphans, 0);
-        let (_, orphans) = map.add(&name, &field, RenewKind::Hash, now, 5, false);
+        let (_, orphans) = map.add(
+            &name,
+            &field,
+            RenewKind::Hash,
+            now,
+            5,
+            Some(Duration::from_secs(60)),
+        );
         assert_eq!(orphans, 2);
+    }
+
+    #[test]
+    fn a_generation_whose_leases_ran_out_is_not_re_entered() {
+        let map = RenewalMap::new(Arc::default());
+        let (name, field) = names();
+        let now = Instant::now();
+        let (old, _) = map.add(&name, &field, RenewKind::Hash, now, 1, Some(Duration::ZERO));
+        assert_eq!(map.counted(&name, &field), 0, "Redis dropped it");
+        // An acquire sent after the lease ran out, counted twice.
+        let later = now + Duration::from_millis(1);
+        let (new, orphans) = map.add(&name, &field, RenewKind::Hash, later, 2, None);
+        assert!(!old.is_live() && new.is_live());
+        assert_eq!(orphans, 1);
     }
 
     #[test]

@@ -111,3 +111,60 @@ fn an_empty_set_is_refused() {
         Err(Error::InvalidArgument { .. })
     ));
 }
+
+/// One server of three stalls (SIGSTOP) while the set is taken: the call
+/// waits the stall out on that lock, whichever lock of the set it is, and
+/// whatever the stalled server ran late is re-entered and given back, so
+/// that the guard's release leaves nothing locked anywhere.
+#[test]
+fn a_stalled_member_is_waited_out_and_leaves_nothing_locked() {
+    let servers = [
+        RedisServer::start(),
+        RedisServer::start(),
+        RedisServer::start(),
+    ];
+    let clients: Vec<_> = servers
+        .iter()
+        .map(|s| {
+            s.builder()
+                .connect_timeout(Duration::from_millis(200))
+                .response_timeout(Duration::from_millis(200))
+                .retry_attempts(1)
+                .retry_delay(Duration::from_millis(20))
+                .watchdog_timeout(Duration::from_secs(5))
+                .build()
+                .expect("client")
+        })
+        .collect();
+    let names = ["st:1", "st:2", "st:3"];
+    let multi = MultiLock::new(
+        clients
+            .iter()
+            .zip(names)
+            .map(|(c, name)| c.lock(name))
+            .collect(),
+    );
+    for stalled in [1, 2] {
+        servers[stalled].freeze();
+        let guard = thread::scope(|scope| {
+            let thaw = scope.spawn(|| {
+                thread::sleep(Duration::from_millis(1200));
+                servers[stalled].thaw();
+            });
+            let guard = multi.lock();
+            thaw.join().expect("thaw");
+            guard.expect("the stall is waited out")
+        });
+        for (server, name) in servers.iter().zip(names) {
+            let counts: Vec<i64> = server.cmd(&["HVALS", name]);
+            assert_eq!(counts, [1], "{name} with server {stalled} stalled");
+        }
+        drop(guard);
+        for (server, name) in servers.iter().zip(names) {
+            assert!(
+                !server.exists(name),
+                "{name} left held (server {stalled} stalled)"
+            );
+        }
+    }
+}

@@ -9,7 +9,7 @@ use crate::renewals::Which;
 
 /// The most holds counted twice given back after one acquire: each costs a
 /// round trip, and more than a few means something else writes our field.
-const MAX_ORPHANS_RELEASED: u32 = 8;
+pub(super) const MAX_ORPHANS_RELEASED: u32 = 8;
 
 impl<K: KindOps> Call<'_, K> {
     /// Gives back holds Redis counts for this thread that no guard stands

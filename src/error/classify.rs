@@ -13,6 +13,22 @@ pub(crate) fn is_transient(e: &redis::RedisError) -> bool {
         || e.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel
 }
 
+/// Whether a failed command left its connection in step with the server:
+/// the whole reply was read, and it was an error reply (`-ERR…`, `NOSCRIPT`,
+/// `WRONGTYPE`…) or a value of the wrong shape. Anything else (a reply
+/// lost, cut, timed out or unreadable) leaves unread bytes, or none where
+/// some were due: the next command on that connection would read the rest
+/// of this reply as its own. Such a connection is closed, and a write sent
+/// on it may or may not have run (see `engine/unsure.rs`).
+pub(crate) fn reply_was_read(e: &redis::RedisError) -> bool {
+    matches!(
+        e.kind(),
+        redis::ErrorKind::Server(_)
+            | redis::ErrorKind::Extension
+            | redis::ErrorKind::UnexpectedReturnType
+    )
+}
+
 /// Whether a connection failed because the peer answered something that is
 /// not RESP. The redis crate hides the I/O error's kind behind its own
 /// type, so the text that `server::opener` wrote tells.

@@ -10,7 +10,7 @@ use redis::{ConnectionLike, RedisResult};
 
 use super::backend::{Backend, Conn};
 use crate::config::Config;
-use crate::error::{is_transient, Error, Result};
+use crate::error::{is_transient, reply_was_read, Error, Result};
 
 /// A pool of command connections to one deployment.
 ///
@@ -175,6 +175,9 @@ impl Pool {
                 // other idle connections are likely dead too.
                 self.idle.lock().clear();
             }
+            // A reply not read whole (garbled, say) leaves the stream out
+            // of step: the connection is closed, never reused.
+            Err(e) if !reply_was_read(e) => {}
             // A connection whose timeouts were cut gets the full ones back
             // before anyone else uses it.
             _ if left.is_none() || conn.set_timeouts(self.config.response_timeout).is_ok() => {

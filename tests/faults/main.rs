@@ -15,6 +15,7 @@ mod fault_proxy;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod acquire_reply;
 mod channel_garbage;
 mod connect_errors;
 mod deadline_stalled;

@@ -934,8 +934,14 @@ impl Actor {
             wait_ms: method.wait().map_or(-1, |w| w.as_millis() as i64),
             reentrant,
         });
+        let spoiled = crate::spoiled::arm(&mut self.rng, self.spec.proxy.as_ref(), &set, &target);
         let called = Instant::now();
-        match targets::acquire(&set, &target, method, &self.spec.interrupts) {
+        let outcome = targets::acquire(&set, &target, method, &self.spec.interrupts);
+        if let Some(spoiled) = spoiled {
+            let took = matches!(outcome, Ok(Some(_)));
+            spoiled.judge(&set, took, self.spec.id, &self.spec.recorder);
+        }
+        match outcome {
             Ok(Some(guard)) => {
                 let entered = Instant::now();
                 let hold = (u64::from(self.spec.id) << 32) | self.next_hold;

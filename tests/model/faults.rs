@@ -64,6 +64,7 @@ pub(crate) fn run(
             Fault::Sleep => format!("sleep-{stall_ms}ms"),
             Fault::Restart => "restart".to_owned(),
         };
+        crate::spoiled::fault_moment();
         recorder.record(Event::FaultStart {
             server,
             kind: kind.clone(),
@@ -100,6 +101,7 @@ pub(crate) fn run(
                 })
             }
         };
+        crate::spoiled::fault_moment();
         recorder.record(Event::FaultEnd {
             server,
             kind: kind.clone(),

@@ -60,6 +60,7 @@
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
 //! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |
+//! | `spoiled.rs` | an acquire's reply garbled, cut or lost; the hold count in Redis judged on the spot |
 //! | `children.rs`, `wire.rs` | actors in child processes, events over a socket |
 //! | `faults.rs` | the fault thread |
 //! | `history.rs` | events and the stamped history |
@@ -93,6 +94,7 @@ mod report;
 mod rng;
 mod schedule;
 mod shutdown_rules;
+mod spoiled;
 mod targets;
 mod wire;
 

@@ -61,6 +61,12 @@ pub(crate) enum Action {
     /// endless filler after them (about 10 MB/s) until the client closes.
     #[allow(dead_code)] // tests/faults only: the checker does not flood
     FloodAfterReply(&'static [u8]),
+    /// Forward the request, send these bytes instead of its reply (and
+    /// keep the connection): a garbled reply.
+    GarbleReply(&'static [u8]),
+    /// Forward the request, send the first half of its reply, then cut
+    /// the connection: a reply cut mid-way.
+    CutMidReply,
 }
 
 /// Which request a rule waits for: its command (case-insensitive) is one of
@@ -182,7 +188,7 @@ impl Shared {
     fn fire(&self, id: u64, action: Action) {
         let slot = match action {
             Action::LoseRequest => 0,
-            Action::LoseReply => 1,
+            Action::LoseReply | Action::GarbleReply(_) | Action::CutMidReply => 1,
             Action::DelayReply(_) | Action::TrickleReply(_) | Action::FloodAfterReply(_) => 2,
             Action::DelayRequest(_) => 3,
         };
@@ -369,6 +375,10 @@ enum ReplyState {
     Delay(Duration, u64),
     /// Other ways to spoil the reply: see [`spoil`].
     Spoil(Action),
+    /// Send these bytes instead (garbled); the rule's id.
+    Garble(&'static [u8], u64),
+    /// Send half of them, then cut the connection; the rule's id.
+    Half(u64),
 }
 
 /// Client → server: forwards whole requests, applying rules; returns when
@@ -409,6 +419,10 @@ fn pump_requests(
                     shared.fire(id, Action::DelayRequest(d));
                     thread::sleep(d);
                 }
+                Some((id, Action::GarbleReply(with))) => {
+                    *replies.lock() = ReplyState::Garble(with, id);
+                }
+                Some((id, Action::CutMidReply)) => *replies.lock() = ReplyState::Half(id),
                 Some((_, action)) => *replies.lock() = ReplyState::Spoil(action),
                 None => {}
             }
@@ -418,10 +432,18 @@ fn pump_requests(
             pending.drain(..used);
             // A delay has fired once the request is on its way: whoever
             // waits for it knows the server has the request.
-            // (A held-back request fired before its pause.)
-            if let Some((id, action)) =
-                rule.filter(|(_, a)| !matches!(a, Action::LoseReply | Action::DelayRequest(_)))
-            {
+            // (A held-back request fired before its pause; a garbled or cut
+            // reply fires when it is spoilt.)
+            let fired_later = |a: &Action| {
+                matches!(
+                    a,
+                    Action::LoseReply
+                        | Action::DelayRequest(_)
+                        | Action::GarbleReply(_)
+                        | Action::CutMidReply
+                )
+            };
+            if let Some((id, action)) = rule.filter(|(_, a)| !fired_later(a)) {
                 shared.fire(id, action);
             }
         }
@@ -452,6 +474,18 @@ fn pump_replies(
             }
             ReplyState::Delay(d, _) => thread::sleep(d),
             ReplyState::Spoil(action) => return spoil(action, &chunk[..n], client, shared),
+            ReplyState::Garble(with, id) => {
+                shared.fire(id, Action::GarbleReply(with));
+                if client.write_all(with).is_err() {
+                    return;
+                }
+                continue;
+            }
+            ReplyState::Half(id) => {
+                shared.fire(id, Action::CutMidReply);
+                let _ = client.write_all(&chunk[..n.div_ceil(2).min(n - 1).max(1)]);
+                return;
+            }
         }
         if client.write_all(&chunk[..n]).is_err() {
             return;

@@ -1,0 +1,113 @@
+//! One acquire attempt, and what to do when its outcome is unknown.
+//!
+//! An acquire's reply can be lost (the connection dropped or timed out),
+//! cut short or unreadable (garbled): the script may have run or not. Left
+//! alone, a script that ran holds the lock with no guard and no watchdog
+//! (blocking everyone for a lease), or counts a re-entry this thread will
+//! never release. Every kind resolves it the same two ways (see
+//! `docs/design.md`, "An acquire whose reply is lost"):
+//!
+//! - **Repeat.** The attempt is sent again (the pool's retries, and a
+//!   waiting call's next attempt after an outage): a script that ran has
+//!   made the lock ours, so the repeat re-enters it and replies with the
+//!   thread's hold count in Redis; [`Call::hold`](super::Call) gives back
+//!   the holds counted beyond the guards. A repeat that finds the lock
+//!   busy proves that no earlier attempt took it.
+//! - **Settle.** A call that ends with an error while its last attempt's
+//!   outcome is unknown reads, on a fresh connection, how many holds Redis
+//!   counts under the thread's field (`HGET`, the same for every kind:
+//!   plain, fair, fenced, spin, read and write holds all count there) and
+//!   gives back every hold beyond those its guards stand for.
+
+use std::time::Instant;
+
+use super::give_back::MAX_ORPHANS_RELEASED;
+use super::Call;
+use crate::error::{reply_was_read, Error, Result};
+use crate::kind::sealed::KindOps;
+use crate::kind::Attempt;
+use crate::names;
+
+impl<K: KindOps> Call<'_, K> {
+    /// One acquire attempt. An acquire that the replicas did not confirm
+    /// in time (`sync_replicas`) is undone before the error is returned.
+    /// Notes whether its outcome is unknown, for [`settle_unsure`].
+    ///
+    /// [`settle_unsure`]: Self::settle_unsure
+    pub(super) fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
+        let engine = self.engine;
+        engine.server.check_open()?;
+        // A release of this thread's earlier hold still pending would
+        // decrement the same field after this acquire: settle it first.
+        engine.pending.settle(self.lock.name, &self.field, None)?;
+        let attempt = self
+            .lock
+            .kind
+            .try_acquire(self.target(), self.lease_ms, &self.field, may_queue)
+            .map_err(|e| crate::kind::wrong_kind(self.lock.name, K::DESCRIPTION, e));
+        // A reply read whole says what happened; anything else may hide a
+        // script that ran.
+        self.unsure
+            .set(matches!(&attempt, Err(Error::Redis(e)) if !reply_was_read(e)));
+        if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
+            match engine.release_script(self.lock, &self.field) {
+                // The undo itself is not replicated either, but it stands
+                // on the master, which is what the next acquire checks.
+                Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
+                Err(e) => log::warn!(
+                    "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
+                     the hold expires after its lease",
+                    names::shorten(self.lock.name),
+                    e.report()
+                ),
+            }
+        }
+        attempt
+    }
+
+    /// The call ends with an error: when its last attempt's outcome is
+    /// unknown, gives back every hold Redis counts under the thread's field
+    /// beyond those this client counts, so that no hold stays in Redis
+    /// that no guard owns and a re-entry's count agrees with Redis. One
+    /// look, within one response timeout (Redis is likely away when the
+    /// call failed on the network): when it fails, a hold the attempt may
+    /// have taken expires after its lease, renewed by nobody.
+    #[cold]
+    pub(super) fn settle_unsure(&self) {
+        if !self.unsure.replace(false) {
+            return;
+        }
+        // Our own traces: given back even while the client shuts down.
+        let _giving_back = self.engine.server.giving_back();
+        let here = self.engine.renewals.counted(self.lock.name, &self.field);
+        let config = self.engine.server.config();
+        let deadline = Instant::now().checked_add(config.response_timeout);
+        let in_redis = self
+            .engine
+            .server
+            .pool()
+            .run_until(deadline, |conn| {
+                redis::cmd("HGET")
+                    .arg(&**self.lock.name)
+                    .arg(&*self.field)
+                    .query::<Option<i64>>(conn)
+            })
+            .map(|count| u32::try_from(count.unwrap_or(0)).unwrap_or(0));
+        match in_redis {
+            Ok(in_redis) => {
+                let extra = in_redis.saturating_sub(here);
+                for _ in 0..extra.min(MAX_ORPHANS_RELEASED) {
+                    if !self.give_back_one("a hold whose acquire reply was lost") {
+                        return;
+                    }
+                }
+            }
+            Err(e) => log::warn!(
+                "redhold: cannot tell whether an acquire of {:?} whose reply was lost \
+                 took the lock ({}); if it did, the hold expires after its lease",
+                names::shorten(self.lock.name),
+                e.report()
+            ),
+        }
+    }
+}

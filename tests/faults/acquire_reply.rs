@@ -1,0 +1,196 @@
+//! An acquire whose reply is garbled or cut mid-way (issue 26, defect 1),
+//! through the fault proxy: the call may fail, but the connection that
+//! carried the bad reply is never used again, and no hold stays in Redis
+//! that no guard owns, for every kind, a re-entry included.
+
+use std::time::Duration;
+
+use redhold::{Lock, LockKind};
+
+use crate::fault_proxy::{Action, FaultProxy, Matcher, Rule};
+use crate::support::RedisServer;
+
+/// An acquire reply whose second element is not an integer.
+const GARBLED: &[u8] = b"*2\r\n:0\r\n:abc\r\n";
+
+/// A server, a proxy in front of it and a client through the proxy.
+fn setup(retry_attempts: u32) -> (RedisServer, FaultProxy, redhold::Client) {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_secs(2))
+        .retry_attempts(retry_attempts)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy");
+    (server, proxy, client)
+}
+
+/// Arms `action` on the next script call that names `name`.
+fn arm(proxy: &FaultProxy, name: &str, action: Action) -> crate::fault_proxy::Armed {
+    proxy.arming().arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action,
+    })
+}
+
+/// How many holds Redis counts for the hash `name`, all fields together
+/// (the `mode` field of a read-write lock left out).
+fn holds_in_redis(server: &RedisServer, name: &str) -> i64 {
+    let fields: Vec<(String, String)> = server.cmd(&["HGETALL", name]);
+    fields
+        .iter()
+        .filter(|(field, _)| field != "mode")
+        .map(|(_, count)| count.parse::<i64>().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn a_garbled_acquire_reply_fails_that_call_and_every_later_call_works() {
+    let (server, proxy, client) = setup(0);
+    let armed = arm(&proxy, "g:1", Action::GarbleReply(GARBLED));
+    let result = client.lock("g:1").try_lock();
+    assert!(armed.wait_fired(Duration::from_secs(1)), "the rule fired");
+    assert!(result.is_err(), "a garbled reply must fail: {result:?}");
+    // The pooled connection is not left out of step.
+    for round in 0..3 {
+        let other = client.lock(format!("g:other:{round}"));
+        assert!(!other.is_locked().expect("is_locked after a garbled reply"));
+        let guard = other.try_lock().expect("try_lock after").expect("free");
+        assert_eq!(other.hold_count().expect("hold_count after"), 1);
+        drop(guard);
+    }
+    // The script ran before its reply was garbled: the hold is given back.
+    assert_eq!(holds_in_redis(&server, "g:1"), 0, "a hold nobody owns");
+    assert!(!server.exists("g:1"));
+    let guard = client
+        .lock("g:1")
+        .try_lock()
+        .expect("try_lock")
+        .expect("free");
+    drop(guard);
+}
+
+#[test]
+fn a_garbled_reentry_leaves_redis_counting_what_the_thread_will_release() {
+    let (server, proxy, client) = setup(0);
+    let lock = client.lock("g:2");
+    let outer = lock.lock().expect("the first hold");
+    let armed = arm(&proxy, "g:2", Action::GarbleReply(GARBLED));
+    let inner = lock.try_lock();
+    assert!(armed.wait_fired(Duration::from_secs(1)));
+    assert!(inner.is_err(), "{inner:?}");
+    assert_eq!(
+        holds_in_redis(&server, "g:2"),
+        1,
+        "Redis counts the lost re-entry"
+    );
+    drop(outer);
+    assert!(!server.exists("g:2"), "the last release left the lock held");
+}
+
+/// Takes `lock` (a first hold, or a re-entry over `outer` holds) with its
+/// reply spoiled by `action`, then checks that Redis counts exactly the
+/// holds guards stand for, and nothing once they are dropped.
+fn spoiled<K: LockKind>(
+    server: &RedisServer,
+    proxy: &FaultProxy,
+    lock: &Lock<K>,
+    outer: u32,
+    action: Action,
+) {
+    let name = lock.name().to_owned();
+    let mut guards = Vec::new();
+    for _ in 0..outer {
+        guards.push(lock.try_lock().expect("outer hold").expect("free"));
+    }
+    let armed = arm(proxy, &name, action);
+    let taken = lock.try_lock_for(Duration::from_millis(500));
+    assert!(armed.wait_fired(Duration::from_secs(1)), "{name}: fired");
+    let guards_now = guards.len() as i64 + i64::from(matches!(taken, Ok(Some(_))));
+    assert_eq!(
+        holds_in_redis(server, &name),
+        guards_now,
+        "{name} after {action:?} ({taken:?}): Redis and the guards disagree"
+    );
+    drop(taken);
+    drop(guards);
+    assert!(!server.exists(&name), "{name}: left held after {action:?}");
+}
+
+#[test]
+fn every_kind_resolves_a_spoiled_acquire_reply() {
+    let (server, proxy, client) = setup(0);
+    let rw = |name: &str| client.read_write_lock(name);
+    for (i, action) in [Action::GarbleReply(GARBLED), Action::CutMidReply]
+        .into_iter()
+        .enumerate()
+    {
+        for outer in 0..2 {
+            let n = |kind: &str| format!("s:{kind}:{i}:{outer}");
+            spoiled(&server, &proxy, &client.lock(n("plain")), outer, action);
+            spoiled(&server, &proxy, &client.fair_lock(n("fair")), outer, action);
+            spoiled(
+                &server,
+                &proxy,
+                &client.fenced_lock(n("fenced")),
+                outer,
+                action,
+            );
+            spoiled(&server, &proxy, &client.spin_lock(n("spin")), outer, action);
+            spoiled(&server, &proxy, &rw(&n("rw-r")).read(), outer, action);
+            spoiled(&server, &proxy, &rw(&n("rw-w")).write(), outer, action);
+            // A fair lock's queue entry goes too.
+            let queue = format!("redisson_lock_queue:{{{}}}", n("fair"));
+            assert!(!server.exists(&queue), "{queue} left behind");
+        }
+    }
+}
+
+#[test]
+fn a_reply_cut_and_retried_resolves_to_one_hold() {
+    // With retries, the pool repeats the attempt: it re-enters what the
+    // first one took and gives back the hold counted twice.
+    let (server, proxy, client) = setup(2);
+    spoiled(
+        &server,
+        &proxy,
+        &client.lock("r:plain"),
+        1,
+        Action::CutMidReply,
+    );
+    spoiled(
+        &server,
+        &proxy,
+        &client.lock("r:plain2"),
+        0,
+        Action::LoseReply,
+    );
+}
+
+#[test]
+fn an_acquire_counted_twice_after_a_lease_ran_out_is_not_given_to_the_stale_guard() {
+    // A leased hold runs out; the thread's next acquire loses its reply and
+    // is retried, so Redis counts it twice. That count is a new hold, not a
+    // re-entry of the expired one: the old guard must report the loss, not
+    // release the new hold.
+    let (server, proxy, client) = setup(2);
+    let lock = client.lock("stale:1");
+    let old = lock
+        .lock_with_lease(Duration::from_millis(100))
+        .expect("a short lease");
+    std::thread::sleep(Duration::from_millis(250));
+    assert!(!server.exists("stale:1"), "the lease ran out");
+    let armed = arm(&proxy, "stale:1", Action::LoseReply);
+    let new = lock.lock().expect("retried after the lost reply");
+    assert!(armed.wait_fired(Duration::from_secs(1)));
+    assert_eq!(holds_in_redis(&server, "stale:1"), 1, "one hold, one guard");
+    assert!(
+        matches!(old.unlock(), Err(redhold::Error::LockLost { .. })),
+        "the expired guard released someone's hold"
+    );
+    assert_eq!(holds_in_redis(&server, "stale:1"), 1, "the new hold stays");
+    drop(new);
+    assert!(!server.exists("stale:1"));
+}
