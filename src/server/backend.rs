@@ -12,7 +12,7 @@ use super::connection::Connection;
 use super::opener::Opener;
 #[cfg(feature = "sentinel")]
 use super::sentinel::{Limits, Sentinels};
-use super::socket::TlsConnector;
+use super::stream::TlsConnector;
 use crate::config::{Config, Deployment};
 use crate::error::{Error, Result};
 use crate::redact::redact_url;

@@ -15,7 +15,7 @@ use redis::{ConnectionAddr, ConnectionLike, IntoConnectionInfo, RedisResult, Val
 
 use super::connection::Connection;
 use super::opener::Opener;
-use super::socket::TlsConnector;
+use super::stream::TlsConnector;
 
 /// One node's connection.
 pub(crate) enum ClusterNode {

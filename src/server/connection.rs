@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 
-use super::socket::Stream;
+use super::stream::Stream;
 use super::wire::Wire;
 
 /// The longest command reply accepted: Redis's own limit on one value

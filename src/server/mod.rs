@@ -23,6 +23,7 @@ mod resp_props;
 mod sentinel;
 pub(crate) mod slot;
 pub(crate) mod socket;
+mod stream;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(feature = "cluster")]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisResult};
 
 use super::connection::Connection;
-use super::socket::{Stream, TlsConnector};
+use super::stream::{time_left, Stream, TlsConnector};
 
 /// What the error of a peer that answers something else than RESP says;
 /// `Error::is_connection_error` looks for it.
@@ -160,18 +160,6 @@ impl std::fmt::Debug for Opener {
             .field("address", &self.address())
             .field("db", &self.db)
             .finish()
-    }
-}
-
-/// What is left before `deadline`: `None` (no limit) without one, a
-/// `TimedOut` error once it has passed.
-pub(crate) fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
-    let Some(deadline) = deadline else {
-        return Ok(None);
-    };
-    match deadline.checked_duration_since(Instant::now()) {
-        Some(left) if !left.is_zero() => Ok(Some(left)),
-        _ => Err(io::Error::from(io::ErrorKind::TimedOut)),
     }
 }
 

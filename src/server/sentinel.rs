@@ -20,7 +20,7 @@ use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, 
 
 use super::connection::Connection;
 use super::opener::Opener;
-use super::socket::TlsConnector;
+use super::stream::TlsConnector;
 
 /// The connect and response timeouts of one look-up, and the moment by
 /// which it must be over, if any.

@@ -6,9 +6,9 @@
 use std::io;
 use std::time::Instant;
 
-use super::opener::time_left;
 use super::resp::Decoder;
-use super::socket::Stream;
+use super::stream::time_left;
+use super::stream::Stream;
 
 /// A stream and the replies read from it so far.
 #[derive(Debug)]
