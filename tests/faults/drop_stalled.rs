@@ -61,7 +61,10 @@ fn a_guard_dropped_on_a_frozen_server_returns_quickly_and_frees_the_lock_after_i
         "not released {:?} after the thaw",
         started.elapsed()
     );
-    assert_eq!(holder.stats().pending_releases, 0);
+    // The worker counts its release done just after Redis confirmed it,
+    // which may be a moment after the other client got the lock.
+    let settled = crate::bounded::wait_until(PROMPTLY, || holder.stats().pending_releases == 0);
+    assert!(settled.is_some(), "{:?}", holder.stats());
     assert_eq!(holder.stats().locks_lost, 0);
 }
 
@@ -179,5 +182,7 @@ fn unlock_on_a_frozen_server_gives_up_at_the_retry_bound_and_says_so() {
     server.thaw();
     let taken = other.lock(name).try_lock_for(PROMPTLY).unwrap();
     assert!(taken.is_some(), "the unconfirmed release never ran");
-    assert_eq!(holder.stats().pending_releases, 0);
+    // Counted done a moment after Redis confirmed it (see above).
+    let settled = crate::bounded::wait_until(PROMPTLY, || holder.stats().pending_releases == 0);
+    assert!(settled.is_some(), "{:?}", holder.stats());
 }
