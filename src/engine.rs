@@ -143,6 +143,13 @@ impl Engine {
         self.pending.len()
     }
 
+    /// Settles the calling thread's pending releases of `name` (its
+    /// `field`), so that what Redis then counts for the thread is what the
+    /// thread holds; an error while one is still unconfirmed.
+    pub(crate) fn settle_pending(&self, name: &str, field: &str) -> Result<()> {
+        self.pending.settle(name, field, None)
+    }
+
     /// The calling thread's field in the hash of a lock of kind `kind`.
     pub(crate) fn field<K: KindOps>(&self, kind: &K) -> Arc<str> {
         kind.holder_field(&self.base_field())

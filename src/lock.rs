@@ -256,13 +256,19 @@ impl<K: LockKind> Lock<K> {
     }
 
     /// How many times the calling thread holds the lock (0 when it does not).
+    /// A release of a dropped guard still unconfirmed (a stalled server) is
+    /// settled first, so the count never includes a hold already given up.
     ///
     /// # Errors
     ///
-    /// As [`is_locked`](Self::is_locked).
+    /// As [`is_locked`](Self::is_locked); also [`Error::Redis`](crate::Error::Redis)
+    /// when such a pending release still gets no answer.
     pub fn hold_count(&self) -> Result<u32> {
         self.validate()?;
         let field = self.client.engine().field(&self.keys.kind);
+        self.client
+            .engine()
+            .settle_pending(&self.keys.name, &field)?;
         let count: Option<u32> = self.client.engine().server().run(|conn| {
             redis::cmd("HGET")
                 .arg(&*self.keys.name)

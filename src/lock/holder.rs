@@ -30,7 +30,13 @@ impl<K: LockKind> Lock<K> {
                 reason: "it is empty; a holder id looks like `<client-uuid>:<thread-id>`".into(),
             });
         }
-        self.client.engine().server().run(|conn| {
+        // This thread's own id: a release of a dropped guard still pending
+        // must not count (see `hold_count`).
+        let engine = self.client.engine();
+        if *engine.field(&self.keys.kind) == *holder {
+            engine.settle_pending(&self.keys.name, holder)?;
+        }
+        engine.server().run(|conn| {
             redis::cmd("HEXISTS")
                 .arg(&*self.keys.name)
                 .arg(holder)

@@ -194,3 +194,42 @@ fn an_acquire_counted_twice_after_a_lease_ran_out_is_not_given_to_the_stale_guar
     drop(new);
     assert!(!server.exists("stale:1"));
 }
+
+/// A re-entrant guard dropped while its release request is held back (the
+/// server gets it late): the drop returns after one response timeout and
+/// the release goes on in the background. The thread's `hold_count()` and
+/// `is_held_by(own id)` settle that release first: they say 1, the guard it
+/// still has, never 2 (the checker's seed 12387245797983760573).
+#[test]
+fn hold_count_does_not_count_a_hold_whose_release_is_pending() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(300))
+        .retry_attempts(1)
+        .build()
+        .expect("client through the proxy");
+    let lock = client.lock("pending-count");
+    let outer = lock.lock().unwrap();
+    let inner = lock.lock().unwrap();
+    let held_back = proxy.arming().arm(Rule {
+        matcher: Matcher::script("pending-count", &["redisson_unlock_latch:"]),
+        action: Action::DelayRequest(Duration::from_secs(3)),
+    });
+    drop(inner);
+    assert!(
+        held_back.wait_fired(Duration::from_secs(5)),
+        "the release was not held back"
+    );
+    assert_eq!(client.stats().pending_releases, 1, "{:?}", client.stats());
+    assert_eq!(
+        lock.hold_count().unwrap(),
+        1,
+        "the dropped guard is not counted"
+    );
+    assert!(lock.is_held_by(&lock.holder_id()).unwrap());
+    drop(outer);
+    assert_eq!(lock.hold_count().unwrap(), 0);
+    assert!(!server.exists("pending-count"));
+}
