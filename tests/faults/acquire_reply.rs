@@ -233,3 +233,56 @@ fn hold_count_does_not_count_a_hold_whose_release_is_pending() {
     assert_eq!(lock.hold_count().unwrap(), 0);
     assert!(!server.exists("pending-count"));
 }
+
+/// A lost reply of every kind's acquire, retried by the pool (a first hold
+/// and a re-entry): Redis ends up counting exactly the guards.
+#[test]
+fn a_lost_acquire_reply_retried_resolves_to_one_hold_for_every_kind() {
+    let (server, proxy, client) = setup(2);
+    let rw = |name: &str| client.read_write_lock(name);
+    for outer in 0..2 {
+        let n = |kind: &str| format!("lost:{kind}:{outer}");
+        spoiled(
+            &server,
+            &proxy,
+            &client.lock(n("plain")),
+            outer,
+            Action::LoseReply,
+        );
+        spoiled(
+            &server,
+            &proxy,
+            &client.fair_lock(n("fair")),
+            outer,
+            Action::LoseReply,
+        );
+        spoiled(
+            &server,
+            &proxy,
+            &client.fenced_lock(n("fenced")),
+            outer,
+            Action::LoseReply,
+        );
+        spoiled(
+            &server,
+            &proxy,
+            &client.spin_lock(n("spin")),
+            outer,
+            Action::LoseReply,
+        );
+        spoiled(
+            &server,
+            &proxy,
+            &rw(&n("rw-r")).read(),
+            outer,
+            Action::LoseReply,
+        );
+        spoiled(
+            &server,
+            &proxy,
+            &rw(&n("rw-w")).write(),
+            outer,
+            Action::LoseReply,
+        );
+    }
+}
