@@ -22,23 +22,6 @@ use support::RedisServer;
 /// Generous bound for anything that should take milliseconds.
 const PROMPTLY: Duration = Duration::from_secs(10);
 
-/// Commands run since the last `CONFIG RESETSTAT`, by name.
-fn calls(server: &RedisServer) -> HashMap<String, u64> {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_owned(), calls))
-        })
-        .collect()
-}
-
 fn reset(server: &RedisServer) {
     let () = server.cmd(&["CONFIG", "RESETSTAT"]);
 }
@@ -70,7 +53,7 @@ fn a_reentrant_pair_is_four_scripts() {
     let inner = lock.lock().unwrap();
     drop(inner);
     drop(outer);
-    let run = calls(&server);
+    let run = server.command_calls();
     assert_eq!(scripts(&run), 4, "{run:?}");
 }
 
@@ -104,7 +87,7 @@ fn a_hand_over_between_two_clients_is_four_scripts() {
         if round == 0 {
             continue; // the first round subscribes and loads scripts
         }
-        let run = calls(&server);
+        let run = server.command_calls();
         // The waiter's guard was dropped too: one more script, uncontended.
         assert_eq!(scripts(&run), 4 + 1, "round {round}: {run:?}");
         assert_eq!(run.get("subscribe"), None, "round {round}: {run:?}");
@@ -131,7 +114,7 @@ fn an_idle_waiter_sends_nothing_but_keepalives() {
     reset(&server);
     let idle = Duration::from_secs(6);
     thread::sleep(idle);
-    let run = calls(&server);
+    let run = server.command_calls();
     assert_eq!(scripts(&run), 0, "{run:?}");
     // Both clients' pub/sub connections may keep alive: one PING per 5 s
     // each, so at most two per client in 6 s.
@@ -169,7 +152,7 @@ fn renewing_held_locks_costs_one_script_per_hundred_a_pass() {
     let first = pass_ends(client.stats().renewal_passes);
     reset(&server);
     let last = pass_ends(first + 3);
-    let run = calls(&server);
+    let run = server.command_calls();
     let passes = last - first;
     // A pass that began before the reset may still have sent its last
     // batches after it: allow one pass's worth either side.
@@ -206,7 +189,7 @@ fn a_hand_over_between_threads_of_one_client_is_at_most_1_6_scripts() {
     for worker in workers {
         worker.join_within(Duration::from_secs(60));
     }
-    let run = calls(&server);
+    let run = server.command_calls();
     let sections = (rounds * threads) as f64;
     let per_section = scripts(&run) as f64 / sections;
     eprintln!("{per_section:.2} scripts per critical section among {threads} threads");

@@ -6,30 +6,11 @@ mod binary;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
-use std::collections::HashMap;
-
 use binary::redhold;
 use support::RedisServer;
 
 /// Hashes that are not locks, beside the locks.
 const OTHER_HASHES: usize = 2_000;
-
-/// `cmdstat_<name>` → calls, from `INFO commandstats`.
-fn calls(server: &RedisServer) -> HashMap<String, u64> {
-    let info: String = server.cmd(&["INFO", "commandstats"]);
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_owned(), calls))
-        })
-        .collect()
-}
 
 /// Listing reads each hash of the keyspace with one pipelined `HRANDFIELD`
 /// and runs the inspection script only for the hashes that look like locks:
@@ -65,7 +46,7 @@ fn list_runs_a_script_only_for_the_hashes_that_look_like_locks() {
     }
     assert!(!run.stdout.contains("user:"), "{}", run.stdout);
 
-    let calls = calls(&server);
+    let calls = server.command_calls();
     let hashes = (OTHER_HASHES + locks.len()) as u64;
     assert_eq!(calls.get("hrandfield"), Some(&hashes), "{calls:?}");
     assert_eq!(

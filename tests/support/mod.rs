@@ -234,20 +234,39 @@ impl RedisServer {
         self.cmd::<i64>(&["EXISTS", key]) == 1
     }
 
+    /// Calls of each command since the start or the last `CONFIG
+    /// RESETSTAT`, by name (`evalsha`, `client|list`, …), from `INFO
+    /// commandstats`; commands scripts run are counted too.
+    ///
+    /// # Panics
+    ///
+    /// If the command fails.
+    pub(crate) fn command_calls(&self) -> std::collections::HashMap<String, u64> {
+        let info: String = self.cmd(&["INFO", "commandstats"]);
+        info.lines()
+            .filter_map(|line| {
+                let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest
+                    .strip_prefix("calls=")?
+                    .split(',')
+                    .next()?
+                    .parse()
+                    .ok()?;
+                Some((name.to_owned(), calls))
+            })
+            .collect()
+    }
+
     /// How many scripts (EVAL and EVALSHA) the server has run so far.
     ///
     /// # Panics
     ///
     /// If the command fails.
     pub(crate) fn scripts_run(&self) -> u64 {
-        let info: String = self.cmd(&["INFO", "commandstats"]);
-        info.lines()
-            .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-            .filter_map(|l| {
-                l.split([':', ','])
-                    .find_map(|kv| kv.strip_prefix("calls="))
-                    .and_then(|n| n.parse::<u64>().ok())
-            })
+        let calls = self.command_calls();
+        ["evalsha", "eval"]
+            .iter()
+            .filter_map(|c| calls.get(*c))
             .sum()
     }
 
