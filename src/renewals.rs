@@ -172,7 +172,9 @@ impl RenewalMap {
     /// a `lease` expires after it; one without is watched. A generation whose leases had all
     /// run out when the request left is not re-entered, whatever `holds`
     /// says (an acquire repeated after its reply was lost counts twice):
-    /// Redis had dropped it.
+    /// Redis had dropped it. Nor is one whose count in Redis is no higher
+    /// than the holds here: Redis lost them, and the count is this
+    /// acquire's, repeated.
     pub(crate) fn add(
         &self,
         name: &Arc<str>,
@@ -187,7 +189,12 @@ impl RenewalMap {
         let watched = lease.is_none();
         let lease_end = lease.and_then(|lease| sent.checked_add(lease));
         if let Some(entry) = entries.get_mut(&key) {
-            if holds > 1 && !entry.expired_by(sent) {
+            // A re-entry makes Redis count more than the holds here; a
+            // count no higher means the generation's holds were wiped
+            // (a restart, a flush) and this acquire, repeated after its
+            // reply was lost, counted itself more than once.
+            let before = entry.watched.saturating_add(entry.leased);
+            if holds > before.max(1) && !entry.expired_by(sent) {
                 if watched {
                     entry.watched += 1;
                     entry.leased_until = None;

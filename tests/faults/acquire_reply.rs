@@ -286,3 +286,55 @@ fn a_lost_acquire_reply_retried_resolves_to_one_hold_for_every_kind() {
         );
     }
 }
+
+/// Holds the thread had are wiped from Redis (a restart without
+/// persistence; `FLUSHALL` here), then its next acquire of the lock loses
+/// its reply and is retried: Redis counts the new acquire twice, which
+/// is still no more than the holds the thread had. That is a new
+/// generation with one hold, not a re-entry of the wiped ones: the hold
+/// counted twice is given back and the wiped guards report the loss, so
+/// that releasing them never frees the lock under the new guard (the
+/// checker's seed 5491602550734926002).
+fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock: &Lock<K>) {
+    let name = lock.name().to_owned();
+    let wiped: Vec<_> = (0..2)
+        .map(|_| lock.try_lock().expect("outer hold").expect("free"))
+        .collect();
+    server.cmd::<()>(&["FLUSHALL"]);
+    let armed = arm(proxy, &name, Action::LoseReply);
+    let new = lock
+        .try_lock_for(Duration::from_millis(500))
+        .expect("retried after the lost reply")
+        .expect("the lock was free");
+    assert!(armed.wait_fired(Duration::from_secs(1)), "{name}: fired");
+    assert_eq!(
+        holds_in_redis(server, &name),
+        1,
+        "{name}: one hold, one guard"
+    );
+    for guard in wiped {
+        assert!(
+            matches!(guard.unlock(), Err(redhold::Error::LockLost { .. })),
+            "{name}: a wiped guard released a hold"
+        );
+    }
+    assert_eq!(
+        holds_in_redis(server, &name),
+        1,
+        "{name}: the new hold stays"
+    );
+    drop(new);
+    assert!(!server.exists(&name), "{name}: left held");
+}
+
+#[test]
+fn a_retried_acquire_after_the_holds_were_wiped_is_one_new_hold_for_every_kind() {
+    let (server, proxy, client) = setup(2);
+    let rw = |name: &str| client.read_write_lock(name);
+    wiped_then_retried(&server, &proxy, &client.lock("wiped:plain"));
+    wiped_then_retried(&server, &proxy, &client.fair_lock("wiped:fair"));
+    wiped_then_retried(&server, &proxy, &client.fenced_lock("wiped:fenced"));
+    wiped_then_retried(&server, &proxy, &client.spin_lock("wiped:spin"));
+    wiped_then_retried(&server, &proxy, &rw("wiped:rw-r").read());
+    wiped_then_retried(&server, &proxy, &rw("wiped:rw-w").write());
+}
