@@ -25,6 +25,7 @@ mod hostile_replies;
 mod lost_release;
 mod outage;
 mod pubsub_killed;
+mod renewal_reply;
 mod server_restart;
 mod server_stall;
 mod watchdog_cut_off;

@@ -71,12 +71,14 @@ pub(crate) enum Action {
 
 /// Which request a rule waits for: its command (case-insensitive) is one of
 /// `commands`, one argument equals `exact` (when set), and for every entry
-/// of `containing` some argument contains it.
+/// of `containing` some argument contains it; the first `skip` requests
+/// that match only count down (see [`Matcher::nth`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Matcher {
     pub(crate) commands: Vec<String>,
     pub(crate) exact: Option<Vec<u8>>,
     pub(crate) containing: Vec<Vec<u8>>,
+    pub(crate) skip: u32,
 }
 
 impl Matcher {
@@ -87,7 +89,18 @@ impl Matcher {
             commands: vec!["EVALSHA".into(), "EVAL".into()],
             exact: Some(exact.as_bytes().to_vec()),
             containing: containing.iter().map(|c| c.as_bytes().to_vec()).collect(),
+            skip: 0,
         }
+    }
+
+    /// The same matcher, firing on the `n`-th matching request (1-based)
+    /// instead of the first: the N-th reply of a command, say the second
+    /// renewal of a lock. A request taken by an earlier rule is not
+    /// counted.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn nth(mut self, n: u32) -> Matcher {
+        self.skip = n.saturating_sub(1);
+        self
     }
 
     fn matches(&self, args: &[Vec<u8>]) -> bool {
@@ -180,8 +193,19 @@ impl Shared {
     /// The first armed rule matching `args`, taken out (rules fire once).
     fn take_rule(&self, args: &[Vec<u8>]) -> Option<(u64, Action)> {
         let mut rules = self.rules.lock();
-        let at = rules.iter().position(|(_, r)| r.matcher.matches(args))?;
-        let (id, rule) = rules.remove(at);
+        let mut at = None;
+        for (pos, (_, rule)) in rules.iter_mut().enumerate() {
+            if !rule.matcher.matches(args) {
+                continue;
+            }
+            if rule.matcher.skip > 0 {
+                rule.matcher.skip -= 1;
+                continue;
+            }
+            at = Some(pos);
+            break;
+        }
+        let (id, rule) = rules.remove(at?);
         Some((id, rule.action))
     }
 
@@ -609,5 +633,33 @@ mod tests {
         assert!(!m.matches(&args(&["evalsha", "sha", "key2", "the-latch:uuid:1"])));
         assert!(!m.matches(&args(&["GET", "key", "latch", "uuid"])));
         assert!(!m.matches(&args(&["EVAL", "key", "latch"])));
+    }
+
+    #[test]
+    fn an_nth_rule_fires_on_the_nth_matching_request_only() {
+        let shared = Shared {
+            upstream: "127.0.0.1:1".parse().unwrap(),
+            stop: AtomicBool::new(false),
+            next_id: AtomicU64::new(0),
+            rules: Mutex::new(vec![(
+                7,
+                Rule {
+                    matcher: Matcher::script("key", &[]).nth(3),
+                    action: Action::LoseReply,
+                },
+            )]),
+            fired: Mutex::default(),
+            fired_changed: Condvar::new(),
+            live: Mutex::default(),
+            threads: Mutex::default(),
+            counts: Default::default(),
+        };
+        let hit = vec![b"EVALSHA".to_vec(), b"sha".to_vec(), b"key".to_vec()];
+        let miss = vec![b"EVALSHA".to_vec(), b"sha".to_vec(), b"other".to_vec()];
+        assert_eq!(shared.take_rule(&hit), None, "1st");
+        assert_eq!(shared.take_rule(&miss), None, "not counted");
+        assert_eq!(shared.take_rule(&hit), None, "2nd");
+        assert_eq!(shared.take_rule(&hit), Some((7, Action::LoseReply)), "3rd");
+        assert_eq!(shared.take_rule(&hit), None, "spent");
     }
 }
