@@ -13,14 +13,15 @@
 //!   forwarded; the server never runs it.
 //! - [`Action::LoseReply`]: the request is forwarded, the connection is cut
 //!   as the reply arrives; the server ran it, the client never learns how.
-//! - [`Action::DelayReply`]: the reply is held back for a while, then
-//!   forwarded (a slow round trip at a chosen moment).
+//! - [`Action::DelayReply`], [`Action::DelayRequest`]: a slow round trip
+//!   at a chosen moment (a stalled server: the request still runs later).
+//! - [`Action::TrickleReply`], [`Action::GarbleReply`],
+//!   [`Action::CutMidReply`], [`Action::FloodAfterReply`]: a reply sent a
+//!   byte at a time, replaced by junk, cut mid-way, or followed by endless
+//!   filler.
 //!
-//! The reply side sees whole reads of the server's bytes, so further
-//! actions on replies (garbling, trickling them byte by byte) would go
-//! next to `DelayReply` in [`ReplyState`].
-//!
-//! A rule fires once and is then spent. The proxy stops when dropped: it
+//! A rule fires once (on the first matching request, or the N-th with
+//! [`Matcher::nth`]) and is then spent. The proxy stops when dropped: it
 //! shuts every socket down and joins every thread it started.
 
 use std::io::{ErrorKind, Read, Write};
