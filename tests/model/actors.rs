@@ -939,7 +939,13 @@ impl Actor {
         let outcome = targets::acquire(&set, &target, method, &self.spec.interrupts);
         if let Some(spoiled) = spoiled {
             let took = matches!(outcome, Ok(Some(_)));
-            spoiled.judge(&set, took, self.spec.id, &self.spec.recorder);
+            let guards = self
+                .held
+                .iter()
+                .filter(|h| h.target == target && Arc::ptr_eq(&h.set, &set))
+                .count();
+            let guards = u32::try_from(guards).unwrap_or(u32::MAX);
+            spoiled.judge(&set, took, guards, self.spec.id, &self.spec.recorder);
         }
         match outcome {
             Ok(Some(guard)) => {
