@@ -7,6 +7,7 @@
 //! handles and guards of the public API stand on it.
 
 mod attempt;
+mod first_busy;
 mod give_back;
 mod outage;
 mod pending;

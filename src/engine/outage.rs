@@ -9,7 +9,9 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::time::{Duration, Instant};
 
+use super::Call;
 use crate::error::{is_not_resp, is_transient, Error};
+use crate::kind::sealed::KindOps;
 use crate::names;
 
 /// The first pause after a failed attempt: the pool has already retried
@@ -17,6 +19,36 @@ use crate::names;
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause: how late a waiter may notice that Redis is back.
 const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+impl<K: KindOps> Call<'_, K> {
+    /// Whether Redis answers a cheap read on the lock's key (routed like
+    /// the lock's scripts): looked at before an attempt during an outage,
+    /// so that a stalled server queues reads, not acquires that would run
+    /// late, each one more hold of ours to give back. `Err` only when
+    /// Redis is still unreachable; any other failure is left to the
+    /// attempt itself.
+    ///
+    /// The probe ends at `deadline` (the call's own, or where the outage
+    /// tolerance runs out), so that the last look of a waiting call does
+    /// not overrun it by the retry rule's whole bound.
+    pub(super) fn answers(
+        &self,
+        deadline: Option<Instant>,
+    ) -> std::result::Result<(), redis::RedisError> {
+        let server = &self.engine.server;
+        let probe = server.check_open().and_then(|()| {
+            server.pool().run_until(deadline, |conn| {
+                redis::cmd("EXISTS")
+                    .arg(&**self.lock.name)
+                    .query::<i64>(conn)
+            })
+        });
+        match probe.map_err(outage_cause) {
+            Ok(_) | Err(Err(_)) => Ok(()),
+            Err(Ok(cause)) => Err(cause),
+        }
+    }
+}
 
 /// An outage as one waiting call sees it.
 #[derive(Debug)]

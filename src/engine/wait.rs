@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::first_busy::FirstBusy;
 use super::outage::{outage_cause, Outage};
 use super::{Call, HANDOFF_GRACE};
 use crate::error::{Error, Result};
@@ -49,13 +50,26 @@ impl<K: KindOps> Call<'_, K> {
             .is_some_and(|channel| self.engine.pubsub.handoff_pending(channel, self.lock.name))
             && !self.holds_already();
         let mut outage = None;
+        let mut first_busy = None;
         if !stand_back {
+            // Taken before the try is sent: see `FirstBusy`.
+            let quiet = self
+                .lock
+                .kind
+                .wait_channel(&self.field)
+                .and_then(|channel| self.engine.pubsub.quiet_mark(&channel));
             let started = Instant::now();
             match self.try_acquire(true) {
                 Ok(Attempt::Acquired { grant, holds }) => {
                     return Ok(Some(self.hold(started, grant, holds)))
                 }
-                Ok(Attempt::Busy(_)) => {}
+                Ok(Attempt::Busy(ttl)) => {
+                    first_busy = quiet.map(|quiet| FirstBusy {
+                        quiet,
+                        ttl,
+                        at: started,
+                    });
+                }
                 Err(e) => {
                     let began = Outage::began(started, outage_cause(e)?);
                     let tolerance = self.outage_tolerance();
@@ -66,38 +80,13 @@ impl<K: KindOps> Call<'_, K> {
                 }
             }
         }
-        self.acquire_slow(wait, interrupt, stand_back, outage)
+        self.acquire_slow(wait, interrupt, stand_back, outage, first_busy)
     }
 
     /// How long this client's waiters keep trying while Redis is
     /// unreachable.
     fn outage_tolerance(&self) -> Option<Duration> {
         self.engine.server.config().outage_tolerance
-    }
-
-    /// Whether Redis answers a cheap read on the lock's key (routed like
-    /// the lock's scripts): looked at before an attempt during an outage,
-    /// so that a stalled server queues reads, not acquires that would run
-    /// late, each one more hold of ours to give back. `Err` only when
-    /// Redis is still unreachable; any other failure is left to the
-    /// attempt itself.
-    ///
-    /// The probe ends at `deadline` (the call's own, or where the outage
-    /// tolerance runs out), so that the last look of a waiting call does
-    /// not overrun it by the retry rule's whole bound.
-    fn answers(&self, deadline: Option<Instant>) -> std::result::Result<(), redis::RedisError> {
-        let server = &self.engine.server;
-        let probe = server.check_open().and_then(|()| {
-            server.pool().run_until(deadline, |conn| {
-                redis::cmd("EXISTS")
-                    .arg(&**self.lock.name)
-                    .query::<i64>(conn)
-            })
-        });
-        match probe.map_err(outage_cause) {
-            Ok(_) | Err(Err(_)) => Ok(()),
-            Err(Ok(cause)) => Err(cause),
-        }
     }
 
     /// Sleeps `pause` without a subscription to wake it: ends early on
@@ -151,6 +140,7 @@ impl<K: KindOps> Call<'_, K> {
         interrupt: Option<&Interrupt>,
         stand_back: bool,
         mut outage: Option<Outage>,
+        first_busy: Option<FirstBusy>,
     ) -> Result<Option<(Hold, K::Grant)>> {
         let engine = self.engine;
         // A wait too long to represent is no wait limit at all.
@@ -170,6 +160,12 @@ impl<K: KindOps> Call<'_, K> {
                 Handover::Field => None,
                 Handover::Token { token_key } => Some(Arc::from(token_key)),
             },
+        });
+        // The first try's answer still stands when nothing was announced
+        // between it and joining the waiters: park on it at once.
+        let mut busy_still = first_busy.and_then(|first| {
+            let quiet = subscription.as_ref()?.quiet_since(&first.quiet);
+            quiet.then(|| first.ttl_left()).flatten()
         });
         let tolerance = self.outage_tolerance();
         // The first attempt failed: sleep a backoff before the next one.
@@ -232,6 +228,9 @@ impl<K: KindOps> Call<'_, K> {
             // Redis is unreachable (it sleeps the outage's backoff).
             let ttl_park = if std::mem::take(&mut pause_first) {
                 None
+            } else if let Some(ttl) = busy_still.take() {
+                Counters::bump(&engine.counters.second_tries_skipped);
+                Some(self.ttl_park(ttl, failures))
             } else {
                 let started = Instant::now();
                 let probe_until = |outage: &Outage| {

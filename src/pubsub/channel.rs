@@ -233,6 +233,19 @@ impl Channel {
         self.state.lock().sub == SubState::Subscribed
     }
 
+    /// A mark for [`quiet_since`](Self::quiet_since), while subscribed.
+    pub(crate) fn quiet_mark(&self) -> Option<u64> {
+        let st = self.state.lock();
+        (st.sub == SubState::Subscribed).then(|| st.locks.disturbances())
+    }
+
+    /// Whether the channel stayed subscribed and heard nothing since
+    /// `mark`: no release was announced on it in that span.
+    pub(crate) fn quiet_since(&self, mark: u64) -> bool {
+        let st = self.state.lock();
+        st.sub == SubState::Subscribed && st.locks.disturbances() == mark
+    }
+
     /// Waits up to `timeout` (no limit if it cannot be represented) for
     /// the subscription to be confirmed. Stops waiting early when nothing
     /// is on its way to be confirmed (no SUBSCRIBE sent, or its connection
@@ -319,6 +332,7 @@ impl Channel {
         let mut st = self.state.lock();
         if st.sub == SubState::Requested {
             st.sub = SubState::Subscribed;
+            st.locks.disturbed();
             if std::mem::take(&mut st.wake_all_on_confirm) {
                 st.locks.wake_all();
             }

@@ -25,6 +25,12 @@ use super::waiters::Waiters;
 #[derive(Debug, Default)]
 pub(super) struct Locks {
     by_name: Vec<(Arc<str>, Waiters)>,
+    /// Counts every event that may have made the lock free for a waiter
+    /// that has not joined yet: messages (any lock's), wake-ups of all, a
+    /// subscription confirmed (again). Unchanged over a span, with the
+    /// channel subscribed at both ends, means nothing was announced on it
+    /// in between (see [`Channel::quiet_since`](super::channel::Channel::quiet_since)).
+    disturbances: u64,
 }
 
 impl Locks {
@@ -72,6 +78,7 @@ impl Locks {
     /// A release of one of the channel's locks was announced, and the
     /// message does not say which: one wake-up for each lock.
     pub(super) fn wake_one_each(&mut self) {
+        self.disturbed();
         for (_, waiters) in &mut self.by_name {
             waiters.release_heard();
         }
@@ -79,9 +86,21 @@ impl Locks {
 
     /// Wakes every waiter of every lock, parked or about to park.
     pub(super) fn wake_all(&mut self) {
+        self.disturbed();
         for (_, waiters) in &mut self.by_name {
             waiters.wake_all();
         }
+    }
+
+    /// Something may have been announced that a thread not yet joined
+    /// did not hear (a subscription made again, say).
+    pub(super) fn disturbed(&mut self) {
+        self.disturbances = self.disturbances.wrapping_add(1);
+    }
+
+    /// The count of disturbances so far.
+    pub(super) fn disturbances(&self) -> u64 {
+        self.disturbances
     }
 
     /// How many waiters are parked now, for all locks.

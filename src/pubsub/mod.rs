@@ -69,6 +69,16 @@ impl PubSub {
         Ok(PubSub { shared })
     }
 
+    /// Marks where `channel` stands now, when this client is subscribed to
+    /// it, so that a waiter that tried the lock after the mark and then
+    /// joined can ask [`Subscription::quiet_since`] whether a release may
+    /// have been announced before it joined.
+    pub(crate) fn quiet_mark(&self, channel: &str) -> Option<QuietMark> {
+        let channel = self.shared.registry.get(channel.as_bytes())?;
+        let mark = channel.quiet_mark()?;
+        Some(QuietMark { channel, mark })
+    }
+
     /// Registers the calling thread as a waiter for `lock` on `channel` (the
     /// channel `lock`'s releases are announced on) and makes sure the
     /// channel is subscribed. Waits for the server's confirmation at most
@@ -188,7 +198,23 @@ pub(crate) struct Subscription<'a> {
     lock: Arc<str>,
 }
 
+/// Where a subscribed channel stood: see [`PubSub::quiet_mark`].
+#[derive(Debug)]
+pub(crate) struct QuietMark {
+    channel: Arc<Channel>,
+    mark: u64,
+}
+
 impl Subscription<'_> {
+    /// Whether the channel has stayed subscribed, and heard nothing, since
+    /// `mark` was taken (the same channel: not one forgotten and made
+    /// again): no release was announced before this waiter joined, so a
+    /// lock found busy after the mark is still busy, or its release wakes
+    /// this waiter.
+    pub(crate) fn quiet_since(&self, mark: &QuietMark) -> bool {
+        Arc::ptr_eq(&self.channel, &mark.channel) && self.channel.quiet_since(mark.mark)
+    }
+
     /// Parks until a release is announced, a local release hands the lock
     /// over (only with an `offer`), `timeout` passes, or `interrupt` is
     /// triggered.
