@@ -50,6 +50,11 @@ const FORK_RECONNECT_WINDOW: Duration = Duration::from_millis(300);
 /// here: `HELPER_BASE + 8 × actor + k`.
 const HELPER_BASE: ActorId = 100_000;
 
+/// How long the proxy holds back the reply of a waiter's first try while
+/// the holder releases (`Op::SharedChannelWake` with `race_join`): far
+/// below the liveness bound, so only a wake-up lost in that window shows.
+const JOIN_RACE_DELAY: Duration = Duration::from_millis(150);
+
 /// Fires `Interrupt`s at their due time, from its own thread, as a user's
 /// other thread would.
 #[derive(Debug, Default)]
@@ -649,7 +654,8 @@ impl Actor {
                 then,
                 lease,
                 hold,
-            } => self.shared_channel_wake(first, then, lease, hold),
+                race_join,
+            } => self.shared_channel_wake(first, then, lease, hold, race_join),
         }
     }
 
@@ -690,6 +696,7 @@ impl Actor {
         then: &'static str,
         lease: Duration,
         hold: Duration,
+        race_join: bool,
     ) {
         if !self.held.is_empty() {
             return;
@@ -725,8 +732,36 @@ impl Actor {
                 false,
             );
             if let Some(index) = self.held.iter().position(|h| h.target == then) {
+                // The waiter's first try of `then`: the only request of
+                // `other` naming it before it holds it.
+                let race = self.spec.proxy.as_ref().filter(|_| race_join).map(|proxy| {
+                    proxy.arm(Rule {
+                        matcher: Matcher::script(
+                            &other.full(then.names[0]),
+                            &[&format!("{}:", other.clients[0].id())],
+                        ),
+                        action: Action::DelayReply(JOIN_RACE_DELAY),
+                    })
+                });
                 let waiter = self.helper(6, "wt", &other, &then, Method::Lock);
-                self.pause(hold);
+                match race {
+                    // Its try has reached Redis; its reply, and so its
+                    // joining the waiters, comes later: release now.
+                    Some(armed) if armed.wait_fired(Duration::from_secs(2)) => {
+                        self.pause(Duration::from_millis(2));
+                        self.record(Event::Note {
+                            text: format!(
+                                "{}: releasing {} while {}'s first try's reply is held back",
+                                self.spec.label, then.names[0], other.tag
+                            ),
+                        });
+                    }
+                    Some(armed) => {
+                        armed.disarm();
+                        self.pause(hold);
+                    }
+                    None => self.pause(hold),
+                }
                 self.release(index, false, None);
                 if let Some(t) = waiter {
                     // Past the lease, the waiter is done either way (the

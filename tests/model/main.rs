@@ -12,7 +12,9 @@
 //! shut down while its threads hand a lock to each other, `Lock::unlock()`
 //! on a lock held only through live guards, long leases (longer than the
 //! liveness bound) on names that share a channel, released early while
-//! another client waits on them after waiting on the channel's other lock,
+//! another client waits on them after waiting on the channel's other lock
+//! (or at the worst moment: after the waiter's first try ran, before it
+//! joined the channel's waiters, the proxy holding that try's reply back),
 //! and, in child processes, `fork()` with the client in use or with the
 //! forked process dropping the last handle of a client it inherited. After
 //! every client shutdown the checker scans Redis at once for holder fields

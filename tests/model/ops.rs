@@ -100,11 +100,18 @@ pub(crate) enum Op {
     /// with a lease of `lease`, let the other client wait on it without a
     /// bound, and release it after `hold`. The waiter must get it at once,
     /// not when the lease would have ended (past the liveness bound).
+    ///
+    /// With `race_join`, the release comes at the worst moment instead:
+    /// after the waiter's first try ran and before it joined the channel's
+    /// waiters (the proxy holds that try's reply back). Its client was
+    /// subscribed all along, so only the message it heard in between tells
+    /// it to try again rather than park on the first try's TTL.
     SharedChannelWake {
         first: &'static str,
         then: &'static str,
         lease: Duration,
         hold: Duration,
+        race_join: bool,
     },
     /// `Lock::unlock()` on the lock of held guard `index`, which the
     /// thread holds only through live guards (none leaked): it must answer
@@ -346,6 +353,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 then,
                 lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),
                 hold: rng.millis(50, 300),
+                race_join: rng.chance(50),
             }
         }
         // Waiters without a bound on the names that share a channel, so
