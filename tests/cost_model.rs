@@ -198,3 +198,44 @@ fn a_hand_over_between_threads_of_one_client_is_at_most_1_6_scripts() {
         "{per_section:.2} scripts per section: {run:?}"
     );
 }
+
+/// Eight clients, one thread each, taking turns on one lock: each release
+/// wakes one waiter in every other client (the herd: their client cannot
+/// know which of them will win), so most of the cost is the failed tries
+/// of the woken. At most 10 scripts per critical section (issue 27; 10.8
+/// before the second try was skipped).
+#[test]
+fn a_hand_over_among_eight_clients_is_at_most_10_scripts() {
+    let server = RedisServer::start();
+    let name = "cost:herd";
+    let clients: Vec<Client> = (0..8).map(|_| server.client()).collect();
+    // Subscribed once, as in a steady state: the channels linger.
+    for client in &clients {
+        drop(client.lock(name).lock().unwrap());
+    }
+    let rounds = 25;
+    reset(&server);
+    let workers: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let lock = client.lock(name);
+            bounded::spawn("contender", move || {
+                for _ in 0..rounds {
+                    let _guard = lock.lock().unwrap();
+                    thread::sleep(Duration::from_micros(500));
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join_within(Duration::from_secs(120));
+    }
+    let run = server.command_calls();
+    let sections = (rounds * clients.len()) as f64;
+    let per_section = scripts(&run) as f64 / sections;
+    eprintln!("{per_section:.2} scripts per critical section among 8 clients: {run:?}");
+    assert!(
+        per_section <= 10.0,
+        "{per_section:.2} scripts per section: {run:?}"
+    );
+}

@@ -342,7 +342,15 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             hold: rng.millis(20, 400),
         },
         Choice::SharedChannelWake => {
-            let (plain, tagged) = *rng.pick(&[("p0", "{p0}"), ("p1", "{p1}")]);
+            let race_join = rng.chance(50);
+            // The race on names of its own: other traffic on the channel
+            // would wake a waiter whose wake-up was lost, and hide it.
+            let pairs: &[(&'static str, &'static str)] = if race_join {
+                &[("q0", "{q0}"), ("q1", "{q1}")]
+            } else {
+                &[("p0", "{p0}"), ("p1", "{p1}")]
+            };
+            let (plain, tagged) = *rng.pick(pairs);
             let (first, then) = if rng.chance(50) {
                 (plain, tagged)
             } else {
@@ -353,7 +361,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 then,
                 lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),
                 hold: rng.millis(50, 300),
-                race_join: rng.chance(50),
+                race_join,
             }
         }
         // Waiters without a bound on the names that share a channel, so
