@@ -68,6 +68,11 @@ impl<K: LockKind> LockGuard<K> {
         &self.lock
     }
 
+    /// The fencing token of a fenced lock's guard; `None` for other kinds.
+    pub(crate) fn token_if_fenced(&self) -> Option<u64> {
+        K::token_of(&self.grant)
+    }
+
     /// The hold this guard stands for.
     pub(crate) fn hold(&self) -> &Hold {
         &self.hold

@@ -134,7 +134,7 @@ pub use identity::ClientIdentity;
 pub use interrupt::Interrupt;
 pub use kind::{Fair, Fenced, LockKind, Read, Reentrant, Spin, Write};
 pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReentrantLock, SpinLock, WriteLock};
-pub use multi_lock::{MultiLock, MultiLockGuard};
+pub use multi_lock::{MemberGuard, MultiLock, MultiLockGuard, MultiMember};
 pub use read_write::ReadWriteLock;
 pub use red_lock::RedLock;
 pub use red_lock_guard::RedLockGuard;

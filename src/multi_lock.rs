@@ -1,4 +1,7 @@
-//! All-or-nothing locking of several plain locks, on one or many clients.
+//! All-or-nothing locking of several locks of any kinds, on one or many
+//! clients.
+
+mod member;
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -8,8 +11,13 @@ use crate::guard::LockGuard;
 use crate::interrupt::Interrupt;
 use crate::lock::Lock;
 
-/// Several [`Lock`]s taken together: all of them or none (Redisson's
-/// `RedissonMultiLock`). The locks may live on different clients and servers.
+pub use member::{MemberGuard, MultiMember};
+
+/// Several locks taken together: all of them or none (Redisson's
+/// `RedissonMultiLock`). The locks may live on different clients and
+/// servers, and be of any kinds: plain, fair, fenced, spin, read or write
+/// locks ([`MultiLock::of`], [`MultiLock::with`]). They are released in the
+/// reverse order of their acquisition.
 ///
 /// When one lock of the set is busy, every lock taken so far is released
 /// before waiting, so two threads locking overlapping sets in different
@@ -28,31 +36,61 @@ use crate::lock::Lock;
 ///     client.lock("account:2"),
 /// ]);
 /// let _both = transfer.lock()?;
+///
+/// // Locks of several kinds: a fair queue, a shared read, a fenced write.
+/// let ledger = client.read_write_lock("ledger");
+/// use redhold::MultiMember;
+/// let mixed = redhold::MultiLock::of([MultiMember::from(client.fair_lock("queue")), ledger.read().into()])
+///     .with(client.fenced_lock("journal"));
+/// let guard = mixed.try_lock()?;
+/// let token = guard.as_ref().and_then(|g| g.guards().iter().find_map(|m| m.token()));
+/// # let _ = token;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct MultiLock {
-    locks: Vec<Lock>,
+    members: Vec<MultiMember>,
 }
 
-/// Holds every lock of a [`MultiLock`]; dropping it releases them all.
+/// Holds every lock of a [`MultiLock`]; dropping it releases them all, in
+/// the reverse order of their acquisition.
 ///
 /// Like [`LockGuard`], it belongs to the thread that took the locks.
 #[must_use = "if unused the locks will immediately unlock"]
 pub struct MultiLockGuard {
-    guards: Vec<LockGuard>,
+    /// In the order they were taken.
+    guards: Vec<MemberGuard>,
 }
 
 impl MultiLock {
-    /// A multi-lock over `locks`, taken in the given order. An empty list
-    /// is reported by the first call that locks ([`Error::InvalidArgument`]).
+    /// A multi-lock over plain `locks`, taken in the given order. An empty
+    /// list is reported by the first call that locks
+    /// ([`Error::InvalidArgument`]).
     pub fn new(locks: Vec<Lock>) -> Self {
-        MultiLock { locks }
+        MultiLock::of(locks)
     }
 
-    /// The locks of the set.
-    pub fn locks(&self) -> &[Lock] {
-        &self.locks
+    /// A multi-lock over locks of any kinds (each made a [`MultiMember`]
+    /// with `.into()`), taken in the given order.
+    pub fn of<I>(locks: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<MultiMember>,
+    {
+        MultiLock {
+            members: locks.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The same multi-lock with `lock` (of any kind) added last.
+    pub fn with(mut self, lock: impl Into<MultiMember>) -> Self {
+        self.members.push(lock.into());
+        self
+    }
+
+    /// The locks of the set, in their order.
+    pub fn members(&self) -> &[MultiMember] {
+        &self.members
     }
 
     /// Waits until every lock is held; the watchdog renews them.
@@ -125,7 +163,7 @@ impl MultiLock {
     pub fn force_unlock(&self) -> Result<bool> {
         let mut any = false;
         let mut first_error = None;
-        for lock in &self.locks {
+        for lock in &self.members {
             match lock.force_unlock() {
                 Ok(deleted) => any |= deleted,
                 Err(e) => {
@@ -142,7 +180,7 @@ impl MultiLock {
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
     ) -> Result<Option<MultiLockGuard>> {
-        if self.locks.is_empty() {
+        if self.members.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "lock list",
                 reason: "a multi-lock needs at least one lock".into(),
@@ -153,19 +191,19 @@ impl MultiLock {
         let mut first = 0;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let Some(head) = self.locks[first].acquire(lease, left, interrupt)? else {
+            let Some(head) = self.members[first].acquire(lease, left, interrupt)? else {
                 return Ok(None);
             };
-            let mut guards = Vec::with_capacity(self.locks.len());
+            let mut guards = Vec::with_capacity(self.members.len());
             guards.push(head);
             let mut busy = None;
             // Why the busy lock could not be had, when its server is away.
             let mut away = None;
-            for (i, lock) in self.locks.iter().enumerate() {
+            for (i, lock) in self.members.iter().enumerate() {
                 if i == first {
                     continue;
                 }
-                // On error `?` drops the guards taken so far: released.
+                // On error the guards taken so far are released, last first.
                 match lock.acquire(lease, Some(Duration::ZERO), None) {
                     Ok(Some(guard)) => guards.push(guard),
                     Ok(None) => {
@@ -182,7 +220,10 @@ impl MultiLock {
                         away = Some(e);
                         break;
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        let _ = release_members(guards);
+                        return Err(e);
+                    }
                 }
             }
             let Some(busy) = busy else {
@@ -190,7 +231,7 @@ impl MultiLock {
             };
             // Release everything before waiting, so that nobody waits for
             // locks we hold while we wait for theirs.
-            let _ = release_all(guards);
+            let _ = release_members(guards);
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 // Out of time while a server was away: its state is
                 // unknown, so an error, as a single lock's wait reports.
@@ -209,6 +250,18 @@ fn expect_held(guard: Option<MultiLockGuard>) -> MultiLockGuard {
     }
 }
 
+/// Releases every member's guard, the last taken first, returning the
+/// first error after trying them all.
+fn release_members(mut guards: Vec<MemberGuard>) -> Result<()> {
+    let mut first_error = None;
+    while let Some(guard) = guards.pop() {
+        if let Err(e) = guard.unlock() {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
 /// Releases every guard, returning the first error after trying them all.
 pub(crate) fn release_all(guards: Vec<LockGuard>) -> Result<()> {
     let mut first_error = None;
@@ -224,29 +277,46 @@ impl MultiLockGuard {
     /// Whether every lock is still believed held (no I/O); see
     /// [`LockGuard::is_held`].
     pub fn is_held(&self) -> bool {
-        self.guards.iter().all(LockGuard::is_held)
+        self.guards.iter().all(MemberGuard::is_held)
     }
 
-    /// The guards of the individual locks, in the multi-lock's order of
-    /// acquisition.
-    pub fn guards(&self) -> &[LockGuard] {
+    /// The guards of the individual locks, in the order they were taken
+    /// (the lock waited for first, then the others in the multi-lock's
+    /// order).
+    pub fn guards(&self) -> &[MemberGuard] {
         &self.guards
     }
 
-    /// Releases every lock and reports the first failure, after trying all.
+    /// The guards of the individual locks, each to be released on its own
+    /// (in the order of [`guards`](Self::guards)).
+    pub fn into_guards(mut self) -> Vec<MemberGuard> {
+        std::mem::take(&mut self.guards)
+    }
+
+    /// Releases every lock, the last taken first, and reports the first
+    /// failure, after trying all.
     ///
     /// # Errors
     ///
     /// As [`LockGuard::unlock`].
-    pub fn unlock(self) -> Result<()> {
-        release_all(self.guards)
+    pub fn unlock(mut self) -> Result<()> {
+        release_members(std::mem::take(&mut self.guards))
+    }
+}
+
+impl Drop for MultiLockGuard {
+    /// Releases every lock still here, the last taken first.
+    fn drop(&mut self) {
+        while let Some(guard) = self.guards.pop() {
+            drop(guard);
+        }
     }
 }
 
 impl fmt::Debug for MultiLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MultiLock")
-            .field("locks", &self.locks)
+            .field("members", &self.members)
             .finish()
     }
 }

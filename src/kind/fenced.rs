@@ -48,6 +48,10 @@ impl KindOps for Fenced {
 
     const DESCRIPTION: &'static str = "fenced lock";
 
+    fn token_of(grant: &u64) -> Option<u64> {
+        Some(*grant)
+    }
+
     fn for_name(name: &str, _config: &Config) -> Self {
         Fenced {
             channel: names::lock_channel(name),

@@ -267,6 +267,11 @@ pub(crate) mod sealed {
         /// The kind in words, for errors ("plain lock", "read lock", ...).
         const DESCRIPTION: &'static str;
 
+        /// The fencing token a grant carries, for kinds that draw one.
+        fn token_of(_grant: &Self::Grant) -> Option<u64> {
+            None
+        }
+
         /// The kind's key names for the lock called `name`, under the
         /// client's settings.
         fn for_name(name: &str, config: &Config) -> Self;

@@ -1,0 +1,169 @@
+//! One lock of a [`MultiLock`](crate::MultiLock), of any kind, and its
+//! guard: the multi-lock takes, releases and reports its locks through
+//! these, whether they are plain, fair, fenced, spin, read or write locks
+//! (Redisson's `RedissonMultiLock` takes any `RLock` too).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::guard::LockGuard;
+use crate::interrupt::Interrupt;
+use crate::kind::LockKind;
+use crate::lock::Lock;
+
+/// What a multi-lock needs of one lock, whatever its kind.
+trait AnyLock: Send + Sync + fmt::Debug {
+    fn acquire(
+        &self,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<MemberGuard>>;
+    fn force_unlock(&self) -> Result<bool>;
+    fn name(&self) -> &str;
+    fn kind(&self) -> &'static str;
+}
+
+impl<K: LockKind> AnyLock for Lock<K> {
+    fn acquire(
+        &self,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<MemberGuard>> {
+        let guard = Lock::acquire(self, lease, wait, interrupt)?;
+        Ok(guard.map(|guard| MemberGuard {
+            guard: Box::new(guard),
+        }))
+    }
+
+    fn force_unlock(&self) -> Result<bool> {
+        Lock::force_unlock(self)
+    }
+
+    fn name(&self) -> &str {
+        Lock::name(self)
+    }
+
+    fn kind(&self) -> &'static str {
+        K::DESCRIPTION
+    }
+}
+
+/// One lock of a [`MultiLock`](crate::MultiLock): a plain, fair, fenced,
+/// spin, read or write lock, made from the [`Lock`] with `.into()` (or
+/// `MultiMember::from`). Cheap to clone.
+#[derive(Clone)]
+pub struct MultiMember {
+    lock: Arc<dyn AnyLock>,
+}
+
+impl<K: LockKind> From<Lock<K>> for MultiMember {
+    fn from(lock: Lock<K>) -> Self {
+        MultiMember {
+            lock: Arc::new(lock),
+        }
+    }
+}
+
+impl MultiMember {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    /// The lock's kind in words: "plain lock", "fair lock", "read lock"…
+    pub fn kind(&self) -> &'static str {
+        self.lock.kind()
+    }
+
+    /// Takes the lock as [`Lock`]'s acquires do.
+    pub(crate) fn acquire(
+        &self,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<MemberGuard>> {
+        self.lock.acquire(lease, wait, interrupt)
+    }
+
+    /// See [`Lock::force_unlock`].
+    pub(crate) fn force_unlock(&self) -> Result<bool> {
+        self.lock.force_unlock()
+    }
+}
+
+impl fmt::Debug for MultiMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.lock, f)
+    }
+}
+
+/// What a multi-lock's guard needs of one lock's guard, whatever its kind.
+trait AnyGuard: fmt::Debug {
+    fn unlock(self: Box<Self>) -> Result<()>;
+    fn is_held(&self) -> bool;
+    fn name(&self) -> &str;
+    fn token(&self) -> Option<u64>;
+}
+
+impl<K: LockKind> AnyGuard for LockGuard<K> {
+    fn unlock(self: Box<Self>) -> Result<()> {
+        LockGuard::unlock(*self)
+    }
+
+    fn is_held(&self) -> bool {
+        LockGuard::is_held(self)
+    }
+
+    fn name(&self) -> &str {
+        self.lock().name()
+    }
+
+    fn token(&self) -> Option<u64> {
+        self.token_if_fenced()
+    }
+}
+
+/// The guard of one lock of a [`MultiLockGuard`](crate::MultiLockGuard):
+/// dropping it releases that lock (one hold), like the lock's own
+/// [`LockGuard`]. It belongs to the thread that took the locks.
+#[must_use = "if unused the lock will immediately unlock"]
+pub struct MemberGuard {
+    guard: Box<dyn AnyGuard>,
+}
+
+impl MemberGuard {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.guard.name()
+    }
+
+    /// Whether the lock is still believed held (no I/O); see
+    /// [`LockGuard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guard.is_held()
+    }
+
+    /// The fencing token, when the lock is a fenced lock.
+    pub fn token(&self) -> Option<u64> {
+        self.guard.token()
+    }
+
+    /// Releases the lock and reports the outcome; see [`LockGuard::unlock`].
+    ///
+    /// # Errors
+    ///
+    /// As [`LockGuard::unlock`].
+    pub fn unlock(self) -> Result<()> {
+        self.guard.unlock()
+    }
+}
+
+impl fmt::Debug for MemberGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.guard, f)
+    }
+}
