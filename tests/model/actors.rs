@@ -587,6 +587,7 @@ impl Actor {
                 method,
                 reentrant,
             } => self.acquire(target, method, reentrant),
+            Op::MixedMulti { members, method } => self.mixed_multi(members, method),
             Op::Release { index, drop, cut } => self.release(index, drop, cut),
             Op::Leak { index } => {
                 if let Some(guard) = self.held[index].guard.take() {
@@ -1034,6 +1035,77 @@ impl Actor {
                 op,
                 outcome: targets::error_word(&e),
             }),
+        }
+    }
+
+    /// A multi-lock over single locks of several kinds ([`Op::MixedMulti`]):
+    /// each member is recorded as a call of its own kind and, once taken,
+    /// as a hold of its own, released on its own later.
+    fn mixed_multi(&mut self, members: Vec<Target>, method: Method) {
+        let set = self.spec.slot.current();
+        let method = targets::effective(Kind::Multi, method);
+        let mut ops = Vec::with_capacity(members.len());
+        for target in &members {
+            let op = (u64::from(self.spec.id) << 32) | self.next_op;
+            self.next_op += 1;
+            ops.push(op);
+            self.record(Event::Call {
+                actor: self.spec.id,
+                op,
+                client: set.tag.clone(),
+                kind: target.kind,
+                names: target.joined(),
+                method: format!("{}{}", targets::MEMBER_CALL, method.label()),
+                lease_ms: method.lease().map_or(0, |l| l.as_millis() as u64),
+                wait_ms: method.wait().map_or(-1, |w| w.as_millis() as i64),
+                reentrant: self.held.iter().any(|h| h.target == *target),
+            });
+        }
+        let called = Instant::now();
+        let outcome = targets::acquire_mixed(&set, &members, method, &self.spec.interrupts);
+        let guards = match outcome {
+            Ok(Some(guards)) => guards,
+            other => {
+                let outcome = match other {
+                    Err(e) => targets::error_word(&e),
+                    _ => "busy".into(),
+                };
+                for op in ops {
+                    self.record(Event::Miss {
+                        actor: self.spec.id,
+                        op,
+                        outcome: outcome.clone(),
+                    });
+                }
+                return;
+            }
+        };
+        let entered = Instant::now();
+        for ((target, op), guard) in members.into_iter().zip(ops).zip(guards) {
+            let hold = (u64::from(self.spec.id) << 32) | self.next_hold;
+            self.next_hold += 1;
+            self.record(Event::Enter {
+                actor: self.spec.id,
+                op,
+                hold,
+                token: guard.token().unwrap_or(0),
+            });
+            if let Some(text) = after_shutdown(&set, target.kind, entered, hold) {
+                self.record(Event::Flag {
+                    actor: self.spec.id,
+                    text,
+                });
+            }
+            self.held.push(Held {
+                hold,
+                target,
+                guard: Some(guard),
+                set: Arc::clone(&set),
+                lease: method.lease(),
+                called,
+                entered,
+                reported: false,
+            });
         }
     }
 

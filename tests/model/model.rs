@@ -551,7 +551,9 @@ impl Model {
     }
 
     fn push_composite(&mut self, call: &Call, end: Instant) {
-        if matches!(call.kind, Kind::Multi | Kind::Red) {
+        if matches!(call.kind, Kind::Multi | Kind::Red)
+            || crate::targets::is_member_call(&call.method)
+        {
             self.composite_calls.push((
                 call.actor,
                 call.client.clone(),
@@ -563,7 +565,8 @@ impl Model {
     }
 
     fn push_wait(&mut self, call: &Call, end: Instant, outcome: &str) {
-        if call.wait_ms == 0 {
+        // A member of a multi-lock waits for the whole set, not for itself.
+        if call.wait_ms == 0 || crate::targets::is_member_call(&call.method) {
             return;
         }
         self.waits.push(Wait {

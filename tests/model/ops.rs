@@ -113,6 +113,14 @@ pub(crate) enum Op {
         hold: Duration,
         race_join: bool,
     },
+    /// A multi-lock over `members`, single locks of several kinds (plain,
+    /// fair, fenced, spin, read, write), taken with `method`; its guard is
+    /// split into one guard per lock, each then held and released as a
+    /// hold of its own kind.
+    MixedMulti {
+        members: Vec<Target>,
+        method: Method,
+    },
     /// `Lock::unlock()` on the lock of held guard `index`, which the
     /// thread holds only through live guards (none leaked): it must answer
     /// `NotHeld` and leave every hold alone.
@@ -467,6 +475,30 @@ fn any_target(rng: &mut Rng) -> Target {
     Target { kind, names }
 }
 
+/// Two or three single locks of different kinds, on their kinds' names
+/// (now and then one shared with another kind, as `pick_name` does).
+fn mixed_members(rng: &mut Rng) -> Vec<Target> {
+    let mut kinds = vec![
+        Kind::Plain,
+        Kind::Fair,
+        Kind::Fenced,
+        Kind::Spin,
+        Kind::Read,
+        Kind::Write,
+    ];
+    for i in (1..kinds.len()).rev() {
+        kinds.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    kinds.truncate(rng.range(2, 3) as usize);
+    kinds
+        .into_iter()
+        .map(|kind| Target {
+            kind,
+            names: vec![pick_name(rng, kind)],
+        })
+        .collect()
+}
+
 fn lease(rng: &mut Rng) -> Duration {
     rng.millis(LEASE_MS.0, LEASE_MS.1)
 }
@@ -496,6 +528,12 @@ fn acquire(rng: &mut Rng, held: &[HeldView]) -> Op {
         };
     }
     let target = any_target(rng);
+    if target.kind == Kind::Multi && rng.chance(40) {
+        return Op::MixedMulti {
+            members: mixed_members(rng),
+            method: method(rng, held.is_empty()),
+        };
+    }
     let reentrant = held.iter().any(|h| h.target == target);
     Op::Acquire {
         method: method(rng, held.is_empty() || reentrant),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redhold::{
-    Client, Error, Fair, Fenced, Lock, LockGuard, LockKind, MultiLock, MultiLockGuard, Read,
-    RedLock, RedLockGuard, Reentrant, Spin, Write,
+    Client, Error, Fair, Fenced, Lock, LockGuard, LockKind, MemberGuard, MultiLock, MultiLockGuard,
+    MultiMember, Read, RedLock, RedLockGuard, Reentrant, Spin, Write,
 };
 
 use crate::actors::Interrupter;
@@ -344,6 +344,9 @@ pub(crate) enum AnyGuard {
     Write(LockGuard<Write>),
     Multi(MultiLockGuard),
     Red(RedLockGuard),
+    /// One lock of a multi-lock over several kinds, split off its set
+    /// (`MultiLockGuard::into_guards`): judged as a hold of its own kind.
+    Member(MemberGuard),
 }
 
 /// Runs `$body` with `$g` bound to the guard, whatever its kind.
@@ -358,6 +361,7 @@ macro_rules! each_guard {
             AnyGuard::Write($g) => $body,
             AnyGuard::Multi($g) => $body,
             AnyGuard::Red($g) => $body,
+            AnyGuard::Member($g) => $body,
         }
     };
 }
@@ -377,6 +381,7 @@ impl AnyGuard {
     pub(crate) fn token(&self) -> Option<u64> {
         match self {
             AnyGuard::Fenced(g) => Some(g.token()),
+            AnyGuard::Member(g) => g.token(),
             _ => None,
         }
     }
@@ -469,6 +474,69 @@ pub(crate) fn acquire(
             Ok(guard.map(AnyGuard::Red))
         }
     }
+}
+
+/// How the calls of a multi-lock over several kinds are labelled: each of
+/// its locks is recorded as a call of its own kind (so that every rule
+/// judges it as one), with this in front of the method.
+pub(crate) const MEMBER_CALL: &str = "member of a multi-lock: ";
+
+/// Whether a call's method label is a multi-lock member's.
+pub(crate) fn is_member_call(method: &str) -> bool {
+    method.starts_with(MEMBER_CALL)
+}
+
+/// `member` (a single-name target) as a member of a multi-lock.
+fn member(set: &ClientSet, target: &Target) -> MultiMember {
+    let name = target.names[0];
+    match target.kind {
+        Kind::Plain => set.lock(name, plain).into(),
+        Kind::Fair => set.lock(name, fair).into(),
+        Kind::Fenced => set.lock(name, fenced).into(),
+        Kind::Spin => set.lock(name, spin).into(),
+        Kind::Read => set.lock(name, read).into(),
+        Kind::Write => set.lock(name, write).into(),
+        Kind::Multi | Kind::Red => unreachable!("a member is a single lock"),
+    }
+}
+
+/// Acquires a multi-lock over `members` (single locks of several kinds)
+/// with `method`; on success, one guard per member, in `members`' order.
+pub(crate) fn acquire_mixed(
+    set: &ClientSet,
+    members: &[Target],
+    method: Method,
+    interrupts: &Interrupter,
+) -> redhold::Result<Option<Vec<AnyGuard>>> {
+    let multi = MultiLock::of(members.iter().map(|t| member(set, t)));
+    let guard = match method {
+        Method::Lock => multi.lock().map(Some),
+        Method::LockLease(lease) => multi.lock_with_lease(lease).map(Some),
+        Method::TryLock => multi.try_lock(),
+        Method::TryFor(wait) => multi.try_lock_for(wait),
+        Method::TryForLease(wait, lease) => multi.try_lock_for_with_lease(wait, lease),
+        Method::Interruptibly(after) | Method::InterruptiblyLease(after, _) => {
+            let interrupt = interrupts.arm(after);
+            multi.lock_interruptibly(&interrupt).map(Some)
+        }
+    }?;
+    let Some(guard) = guard else {
+        return Ok(None);
+    };
+    // Taken in their own order (the busy one first): sorted back by name.
+    let mut split: Vec<Option<MemberGuard>> = guard.into_guards().into_iter().map(Some).collect();
+    let guards = members
+        .iter()
+        .map(|t| {
+            let full = set.full(t.names[0]);
+            let at = split
+                .iter()
+                .position(|g| g.as_ref().is_some_and(|g| g.name() == full))
+                .expect("a guard for every member");
+            AnyGuard::Member(split[at].take().expect("taken once"))
+        })
+        .collect();
+    Ok(Some(guards))
 }
 
 /// The method a kind really runs: multi-locks and red locks have no
