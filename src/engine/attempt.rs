@@ -17,7 +17,9 @@
 //!   outcome is unknown reads, on a fresh connection, how many holds Redis
 //!   counts under the thread's field (`HGET`, the same for every kind:
 //!   plain, fair, fenced, spin, read and write holds all count there) and
-//!   gives back every hold beyond those its guards stand for.
+//!   gives back every hold beyond those its guards stand for, or every
+//!   hold Redis counts when that is fewer than the guards (the guards'
+//!   holds were lost: what Redis has is the failed call's).
 
 use std::time::Instant;
 
@@ -95,7 +97,16 @@ impl<K: KindOps> Call<'_, K> {
             .map(|count| u32::try_from(count.unwrap_or(0)).unwrap_or(0));
         match in_redis {
             Ok(in_redis) => {
-                let extra = in_redis.saturating_sub(here);
+                // A thread's count in Redis only drops by its releases
+                // (settled before the attempt) or all at once (expiry, a
+                // wipe, a force-unlock). Below the holds counted here, the
+                // holds Redis has are this call's: the call failed, so none
+                // has a guard.
+                let extra = if in_redis < here {
+                    in_redis
+                } else {
+                    in_redis - here
+                };
                 for _ in 0..extra.min(MAX_ORPHANS_RELEASED) {
                     if !self.give_back_one("a hold whose acquire reply was lost") {
                         return;

@@ -338,3 +338,47 @@ fn a_retried_acquire_after_the_holds_were_wiped_is_one_new_hold_for_every_kind()
     wiped_then_retried(&server, &proxy, &rw("wiped:rw-r").read());
     wiped_then_retried(&server, &proxy, &rw("wiped:rw-w").write());
 }
+
+/// The same wipe, then the next acquire's reply is garbled and the call
+/// fails: the hold its script took has no guard and must be given back,
+/// although the client still counts the wiped holds (2) above what Redis
+/// counts (1), which once read as "nothing extra" (the checker's seed
+/// 6959796510194120993).
+fn wiped_then_failed<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock: &Lock<K>) {
+    let name = lock.name().to_owned();
+    let wiped: Vec<_> = (0..2)
+        .map(|_| lock.try_lock().expect("outer hold").expect("free"))
+        .collect();
+    server.cmd::<()>(&["FLUSHALL"]);
+    let armed = arm(proxy, &name, Action::GarbleReply(GARBLED));
+    let failed = lock.try_lock();
+    assert!(armed.wait_fired(Duration::from_secs(1)), "{name}: fired");
+    assert!(
+        failed.is_err(),
+        "{name}: a garbled reply must fail: {failed:?}"
+    );
+    assert_eq!(
+        holds_in_redis(server, &name),
+        0,
+        "{name}: a hold no guard owns"
+    );
+    for guard in wiped {
+        assert!(
+            matches!(guard.unlock(), Err(redhold::Error::LockLost { .. })),
+            "{name}: a wiped guard released a hold"
+        );
+    }
+    assert!(!server.exists(&name), "{name}: left held");
+}
+
+#[test]
+fn a_failed_acquire_after_the_holds_were_wiped_gives_its_hold_back_for_every_kind() {
+    let (server, proxy, client) = setup(0);
+    let rw = |name: &str| client.read_write_lock(name);
+    wiped_then_failed(&server, &proxy, &client.lock("wipedf:plain"));
+    wiped_then_failed(&server, &proxy, &client.fair_lock("wipedf:fair"));
+    wiped_then_failed(&server, &proxy, &client.fenced_lock("wipedf:fenced"));
+    wiped_then_failed(&server, &proxy, &client.spin_lock("wipedf:spin"));
+    wiped_then_failed(&server, &proxy, &rw("wipedf:rw-r").read());
+    wiped_then_failed(&server, &proxy, &rw("wipedf:rw-w").write());
+}
