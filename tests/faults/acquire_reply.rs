@@ -287,6 +287,19 @@ fn a_lost_acquire_reply_retried_resolves_to_one_hold_for_every_kind() {
     }
 }
 
+/// Takes `lock` twice, then wipes Redis (a restart without persistence):
+/// the lock's name and the two guards, whose holds are gone.
+fn two_holds_wiped<K: LockKind>(
+    server: &RedisServer,
+    lock: &Lock<K>,
+) -> (String, Vec<redhold::LockGuard<K>>) {
+    let wiped = (0..2)
+        .map(|_| lock.try_lock().expect("outer hold").expect("free"))
+        .collect();
+    server.cmd::<()>(&["FLUSHALL"]);
+    (lock.name().to_owned(), wiped)
+}
+
 /// Holds the thread had are wiped from Redis (a restart without
 /// persistence; `FLUSHALL` here), then its next acquire of the lock loses
 /// its reply and is retried: Redis counts the new acquire twice, which
@@ -296,11 +309,7 @@ fn a_lost_acquire_reply_retried_resolves_to_one_hold_for_every_kind() {
 /// that releasing them never frees the lock under the new guard (the
 /// checker's seed 5491602550734926002).
 fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock: &Lock<K>) {
-    let name = lock.name().to_owned();
-    let wiped: Vec<_> = (0..2)
-        .map(|_| lock.try_lock().expect("outer hold").expect("free"))
-        .collect();
-    server.cmd::<()>(&["FLUSHALL"]);
+    let (name, wiped) = two_holds_wiped(server, lock);
     let armed = arm(proxy, &name, Action::LoseReply);
     let new = lock
         .try_lock_for(Duration::from_millis(500))
@@ -345,11 +354,7 @@ fn a_retried_acquire_after_the_holds_were_wiped_is_one_new_hold_for_every_kind()
 /// counts (1), which once read as "nothing extra" (the checker's seed
 /// 6959796510194120993).
 fn wiped_then_failed<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock: &Lock<K>) {
-    let name = lock.name().to_owned();
-    let wiped: Vec<_> = (0..2)
-        .map(|_| lock.try_lock().expect("outer hold").expect("free"))
-        .collect();
-    server.cmd::<()>(&["FLUSHALL"]);
+    let (name, wiped) = two_holds_wiped(server, lock);
     let armed = arm(proxy, &name, Action::GarbleReply(GARBLED));
     let failed = lock.try_lock();
     assert!(armed.wait_fired(Duration::from_secs(1)), "{name}: fired");

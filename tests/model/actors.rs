@@ -957,19 +957,7 @@ impl Actor {
         reentrant: bool,
     ) {
         let method = targets::effective(target.kind, method);
-        let op = (u64::from(self.spec.id) << 32) | self.next_op;
-        self.next_op += 1;
-        self.record(Event::Call {
-            actor: self.spec.id,
-            op,
-            client: set.tag.clone(),
-            kind: target.kind,
-            names: target.joined(),
-            method: method.label(),
-            lease_ms: method.lease().map_or(0, |l| l.as_millis() as u64),
-            wait_ms: method.wait().map_or(-1, |w| w.as_millis() as i64),
-            reentrant,
-        });
+        let op = self.record_call(&set, &target, method, method.label(), reentrant);
         let spoiled = crate::spoiled::arm(&mut self.rng, self.spec.proxy.as_ref(), &set, &target);
         let called = Instant::now();
         let outcome = targets::acquire(&set, &target, method, &self.spec.interrupts);
@@ -1038,6 +1026,32 @@ impl Actor {
         }
     }
 
+    /// Records an acquire call of `target` about to be made with
+    /// `method` (labelled `label`); returns its op number.
+    fn record_call(
+        &mut self,
+        set: &ClientSet,
+        target: &Target,
+        method: Method,
+        label: String,
+        reentrant: bool,
+    ) -> u64 {
+        let op = (u64::from(self.spec.id) << 32) | self.next_op;
+        self.next_op += 1;
+        self.record(Event::Call {
+            actor: self.spec.id,
+            op,
+            client: set.tag.clone(),
+            kind: target.kind,
+            names: target.joined(),
+            method: label,
+            lease_ms: method.lease().map_or(0, |l| l.as_millis() as u64),
+            wait_ms: method.wait().map_or(-1, |w| w.as_millis() as i64),
+            reentrant,
+        });
+        op
+    }
+
     /// A multi-lock over single locks of several kinds ([`Op::MixedMulti`]):
     /// each member is recorded as a call of its own kind and, once taken,
     /// as a hold of its own, released on its own later.
@@ -1046,20 +1060,9 @@ impl Actor {
         let method = targets::effective(Kind::Multi, method);
         let mut ops = Vec::with_capacity(members.len());
         for target in &members {
-            let op = (u64::from(self.spec.id) << 32) | self.next_op;
-            self.next_op += 1;
-            ops.push(op);
-            self.record(Event::Call {
-                actor: self.spec.id,
-                op,
-                client: set.tag.clone(),
-                kind: target.kind,
-                names: target.joined(),
-                method: format!("{}{}", targets::MEMBER_CALL, method.label()),
-                lease_ms: method.lease().map_or(0, |l| l.as_millis() as u64),
-                wait_ms: method.wait().map_or(-1, |w| w.as_millis() as i64),
-                reentrant: self.held.iter().any(|h| h.target == *target),
-            });
+            let label = format!("{}{}", targets::MEMBER_CALL, method.label());
+            let reentrant = self.held.iter().any(|h| h.target == *target);
+            ops.push(self.record_call(&set, target, method, label, reentrant));
         }
         let called = Instant::now();
         let outcome = targets::acquire_mixed(&set, &members, method, &self.spec.interrupts);

@@ -426,6 +426,25 @@ fn take<K: LockKind>(
     }
 }
 
+/// Calls `method` on a multi-lock (an interruptible call has no lease).
+fn take_multi(
+    multi: &MultiLock,
+    method: Method,
+    interrupts: &Interrupter,
+) -> redhold::Result<Option<MultiLockGuard>> {
+    match method {
+        Method::Lock => multi.lock().map(Some),
+        Method::LockLease(lease) => multi.lock_with_lease(lease).map(Some),
+        Method::TryLock => multi.try_lock(),
+        Method::TryFor(wait) => multi.try_lock_for(wait),
+        Method::TryForLease(wait, lease) => multi.try_lock_for_with_lease(wait, lease),
+        Method::Interruptibly(after) | Method::InterruptiblyLease(after, _) => {
+            let interrupt = interrupts.arm(after);
+            multi.lock_interruptibly(&interrupt).map(Some)
+        }
+    }
+}
+
 /// Acquires `target` with `method` on the client set.
 pub(crate) fn acquire(
     set: &ClientSet,
@@ -444,18 +463,7 @@ pub(crate) fn acquire(
         Kind::Read => Ok(take(&set.lock(name, read), method, interrupts)?.map(AnyGuard::Read)),
         Kind::Write => Ok(take(&set.lock(name, write), method, interrupts)?.map(AnyGuard::Write)),
         Kind::Multi => {
-            let multi = set.multi(&target.names);
-            let guard = match method {
-                Method::Lock => multi.lock().map(Some),
-                Method::LockLease(lease) => multi.lock_with_lease(lease).map(Some),
-                Method::TryLock => multi.try_lock(),
-                Method::TryFor(wait) => multi.try_lock_for(wait),
-                Method::TryForLease(wait, lease) => multi.try_lock_for_with_lease(wait, lease),
-                Method::Interruptibly(after) | Method::InterruptiblyLease(after, _) => {
-                    let interrupt = interrupts.arm(after);
-                    multi.lock_interruptibly(&interrupt).map(Some)
-                }
-            }?;
+            let guard = take_multi(&set.multi(&target.names), method, interrupts)?;
             Ok(guard.map(AnyGuard::Multi))
         }
         Kind::Red => {
@@ -509,17 +517,7 @@ pub(crate) fn acquire_mixed(
     interrupts: &Interrupter,
 ) -> redhold::Result<Option<Vec<AnyGuard>>> {
     let multi = MultiLock::of(members.iter().map(|t| member(set, t)));
-    let guard = match method {
-        Method::Lock => multi.lock().map(Some),
-        Method::LockLease(lease) => multi.lock_with_lease(lease).map(Some),
-        Method::TryLock => multi.try_lock(),
-        Method::TryFor(wait) => multi.try_lock_for(wait),
-        Method::TryForLease(wait, lease) => multi.try_lock_for_with_lease(wait, lease),
-        Method::Interruptibly(after) | Method::InterruptiblyLease(after, _) => {
-            let interrupt = interrupts.arm(after);
-            multi.lock_interruptibly(&interrupt).map(Some)
-        }
-    }?;
+    let guard = take_multi(&multi, method, interrupts)?;
     let Some(guard) = guard else {
         return Ok(None);
     };
