@@ -974,20 +974,7 @@ impl Actor {
         match outcome {
             Ok(Some(guard)) => {
                 let entered = Instant::now();
-                let hold = (u64::from(self.spec.id) << 32) | self.next_hold;
-                self.next_hold += 1;
-                self.record(Event::Enter {
-                    actor: self.spec.id,
-                    op,
-                    hold,
-                    token: guard.token().unwrap_or(0),
-                });
-                if let Some(text) = after_shutdown(&set, target.kind, entered, hold) {
-                    self.record(Event::Flag {
-                        actor: self.spec.id,
-                        text,
-                    });
-                }
+                let hold = self.record_enter(&set, target.kind, op, &guard, entered);
                 if matches!(
                     target.kind,
                     Kind::Plain | Kind::Fair | Kind::Fenced | Kind::Spin | Kind::Write
@@ -1052,6 +1039,34 @@ impl Actor {
         op
     }
 
+    /// Records that call `op` returned `guard` (of a `kind` lock) at
+    /// `entered`, and flags a guard returned after its client's shutdown
+    /// began; returns the new hold's number.
+    fn record_enter(
+        &mut self,
+        set: &ClientSet,
+        kind: Kind,
+        op: u64,
+        guard: &AnyGuard,
+        entered: Instant,
+    ) -> HoldId {
+        let hold = (u64::from(self.spec.id) << 32) | self.next_hold;
+        self.next_hold += 1;
+        self.record(Event::Enter {
+            actor: self.spec.id,
+            op,
+            hold,
+            token: guard.token().unwrap_or(0),
+        });
+        if let Some(text) = after_shutdown(set, kind, entered, hold) {
+            self.record(Event::Flag {
+                actor: self.spec.id,
+                text,
+            });
+        }
+        hold
+    }
+
     /// A multi-lock over single locks of several kinds ([`Op::MixedMulti`]):
     /// each member is recorded as a call of its own kind and, once taken,
     /// as a hold of its own, released on its own later.
@@ -1085,20 +1100,7 @@ impl Actor {
         };
         let entered = Instant::now();
         for ((target, op), guard) in members.into_iter().zip(ops).zip(guards) {
-            let hold = (u64::from(self.spec.id) << 32) | self.next_hold;
-            self.next_hold += 1;
-            self.record(Event::Enter {
-                actor: self.spec.id,
-                op,
-                hold,
-                token: guard.token().unwrap_or(0),
-            });
-            if let Some(text) = after_shutdown(&set, target.kind, entered, hold) {
-                self.record(Event::Flag {
-                    actor: self.spec.id,
-                    text,
-                });
-            }
+            let hold = self.record_enter(&set, target.kind, op, &guard, entered);
             self.held.push(Held {
                 hold,
                 target,
