@@ -350,6 +350,11 @@ impl Channel {
         self.state.lock().locks.wake_all();
     }
 
+    /// A semaphore's or a latch's message: every waiter looks once.
+    pub(crate) fn wake_each_once(&self) {
+        self.state.lock().locks.wake_each_once();
+    }
+
     /// Parks the calling thread, a waiter for `lock`, until a wake-up
     /// reaches it, a release hands it the lock (only with an `offer`),
     /// `timeout` passes or `interrupt` is triggered.

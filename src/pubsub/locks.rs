@@ -84,6 +84,14 @@ impl Locks {
         }
     }
 
+    /// Wakes every waiter of every name once (see
+    /// [`Waiters::wake_each_once`]).
+    pub(super) fn wake_each_once(&mut self) {
+        for (_, waiters) in &mut self.by_name {
+            waiters.wake_each_once();
+        }
+    }
+
     /// How many waiters are parked now, for all locks.
     #[cfg(test)]
     pub(super) fn parked_now(&self) -> usize {

@@ -268,6 +268,18 @@ impl Waiters {
         self.permits = self.count;
     }
 
+    /// Wakes every parked waiter once, and keeps one wake-up for each
+    /// waiter not parked right now (about to park after a failed attempt),
+    /// none for those woken here: a semaphore's or a latch's message, which
+    /// every waiter must look at once, not twice.
+    pub(super) fn wake_each_once(&mut self) {
+        let not_parked = self.count.saturating_sub(self.parked.len());
+        for waiter in self.parked.drain(..) {
+            waiter.notify();
+        }
+        self.permits = self.permits.max(not_parked);
+    }
+
     /// Takes the oldest parked waiter that may be handed the lock out of
     /// the line, for a release about to hand it over; `None` when there is
     /// none, or when the run of hand-overs has reached its bound and this

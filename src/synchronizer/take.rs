@@ -1,0 +1,120 @@
+//! How a [`Semaphore`] takes permits: the acquire calls' one path, and the
+//! give-back of permits an acquire took without returning them.
+
+use std::time::Duration;
+
+use super::permit::Permit;
+use super::semaphore::{Semaphore, SEMAPHORE};
+use super::wait::WaitOn;
+use super::{check_permits, wrong_kind};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::names;
+use crate::scripts;
+
+impl Semaphore {
+    /// The acquire calls' one path. All attempts of one call share one
+    /// request latch, so an attempt whose reply was lost is never counted
+    /// twice; a call that ends with an error after such an attempt gives
+    /// its permits back.
+    pub(super) fn take(
+        &self,
+        permits: u32,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<Permit>> {
+        check_permits(permits)?;
+        self.check_name()?;
+        let engine = self.client.engine();
+        let server = engine.server();
+        server.check_open()?;
+        if interrupt.is_some_and(Interrupt::is_triggered) {
+            return Err(Error::Interrupted {
+                lock: names::shorten(&self.name),
+            });
+        }
+        // Shutdown waits for this call to give back what it took as the
+        // client shut down.
+        let _call = engine.enter_call();
+        let (latch, latch_ttl) = server.unlock_latch(&self.name, &engine.next_request_id());
+        let mut unsure = false;
+        let outcome = WaitOn {
+            engine,
+            name: &self.name,
+            channel: &self.channel,
+        }
+        .until(wait, interrupt, || {
+            let taken: Result<i64> = server
+                .run_write(
+                    &self.name,
+                    |conn| {
+                        scripts::SEMAPHORE_ACQUIRE
+                            .key(&*self.name)
+                            .key(&latch)
+                            .arg(permits)
+                            .arg(latch_ttl)
+                            .invoke(conn)
+                    },
+                    |taken: &i64| *taken == 1,
+                )
+                .map_err(|e| wrong_kind(&self.name, SEMAPHORE, e));
+            match taken {
+                Ok(1) => Ok(Some(())),
+                Ok(_) => Ok(None),
+                Err(e) => {
+                    // The script may have run and its reply been lost.
+                    unsure |= matches!(e, Error::Redis(_) | Error::ReplicasNotSynced { .. });
+                    Err(e)
+                }
+            }
+        });
+        match outcome {
+            Ok(Some(())) if server.is_closed() => {
+                // Taken as the client shut down: no permit comes out.
+                let _back = server.giving_back();
+                if let Err(e) = self.give(permits) {
+                    log::warn!("redhold: semaphore {:?}: permits taken as the client shut down were not given back: {e}", names::shorten(&self.name));
+                }
+                Err(Error::Shutdown)
+            }
+            Ok(Some(())) => Ok(Some(Permit::new(self.clone(), permits))),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                if unsure {
+                    self.give_back_unsure(permits, &latch, latch_ttl);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives back the permits an acquire call whose reply was lost took,
+    /// if it took them (its request latch says): best effort, also as the
+    /// client shuts down.
+    fn give_back_unsure(&self, permits: u32, latch: &str, latch_ttl: u64) {
+        let server = self.client.engine().server();
+        let given = server.run_cleanup(|conn| {
+            scripts::SEMAPHORE_GIVE_BACK
+                .key(&*self.name)
+                .key(&*self.channel)
+                .key(latch)
+                .arg(permits)
+                .arg(server.publish_command())
+                .arg(latch_ttl)
+                .invoke::<i64>(conn)
+        });
+        if let Err(e) = given {
+            log::warn!(
+                "redhold: semaphore {:?}: an acquire whose reply was lost may keep {permits} \
+                 permit(s) taken: {e}",
+                names::shorten(&self.name)
+            );
+        }
+    }
+}
+
+/// A wait without a limit came back without permits, which the waiting
+/// loop never does; an error rather than a panic all the same.
+pub(super) fn unreachable_none(name: &str) -> Error {
+    crate::kind::sealed::unexpected_reply(name, "no permits after an unbounded wait")
+}
