@@ -27,4 +27,5 @@ mod outage;
 mod pubsub_killed;
 mod server_restart;
 mod server_stall;
+mod synchronizer_replies;
 mod watchdog_cut_off;
