@@ -8,6 +8,7 @@ pub mod layout;
 pub mod liveness;
 pub mod read_write;
 pub mod status;
+pub mod synchronizers;
 pub mod wake;
 pub mod watchdog;
 
