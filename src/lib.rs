@@ -60,6 +60,13 @@
 //!
 //! docs/lock-kinds.md in the repository compares them at length.
 //!
+//! **Beyond locks.** Redisson's semaphore and count-down latch, in the same
+//! layout: [`Client::semaphore`] gives a [`Semaphore`] (up to N callers at
+//! once; [`Permit`] guards), [`Client::count_down_latch`] a
+//! [`CountDownLatch`] (wait until N events happened). Their waiters are
+//! woken through pub/sub like lock waiters; docs/synchronizers.md says when
+//! to use which.
+//!
 //! **The guard.** Taking a lock returns a [`LockGuard`] (or a
 //! [`MultiLockGuard`], a [`RedLockGuard`]); dropping it releases one hold,
 //! also when the thread panics. A guard stays on its thread, because Redis

@@ -10,14 +10,14 @@
 //! semaphore's message is the number of permits available, which a waiter
 //! for many permits may not be able to use while one for few can.
 //!
-//! - [`wait`]: the waiting loop both share.
-//! - [`semaphore`], [`take`] and [`permit`]: `RSemaphore`.
-//! - [`latch`]: `RCountDownLatch`.
+//! - `wait.rs`: the waiting loop both share.
+//! - `semaphore.rs`, `acquire.rs` and `permit.rs`: `RSemaphore`.
+//! - `latch.rs`: `RCountDownLatch`.
 
+mod acquire;
 mod latch;
 mod permit;
 mod semaphore;
-mod take;
 mod wait;
 
 pub use latch::CountDownLatch;

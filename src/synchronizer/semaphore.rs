@@ -3,14 +3,10 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::permit::Permit;
-use super::take::unreachable_none;
 use super::{check_permits, read_count, wrong_kind};
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::interrupt::Interrupt;
 use crate::names;
 use crate::scripts;
 
@@ -21,7 +17,7 @@ pub(super) const SEMAPHORE: &str = "semaphore";
 /// `RSemaphore`: Rust and Java services may share one.
 ///
 /// Its key holds the number of permits available. [`acquire`](Self::acquire)
-/// takes one (waiting while none is left) and returns a [`Permit`] that
+/// takes one (waiting while none is left) and returns a [`Permit`](crate::Permit) that
 /// gives it back when dropped. Permits belong to no thread or process: any
 /// caller may [`release`](Self::release) permits, and a permit taken here
 /// may be given back by a Java service. A semaphore that does not exist has
@@ -171,90 +167,6 @@ impl Semaphore {
         self.check_name()?;
         self.client.engine().server().check_open()?;
         self.give(permits)
-    }
-
-    /// Takes one permit, waiting as long as it takes.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::WrongKind`]; [`Error::Shutdown`]; [`Error::Unreachable`]
-    /// after the outage tolerance; other Redis errors.
-    pub fn acquire(&self) -> Result<Permit> {
-        self.acquire_many(1)
-    }
-
-    /// Takes `permits` permits at once, waiting as long as it takes.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire`](Self::acquire), and [`Error::InvalidArgument`] for 0
-    /// or more than `i32::MAX` permits.
-    pub fn acquire_many(&self, permits: u32) -> Result<Permit> {
-        self.take(permits, None, None)?
-            .ok_or_else(|| unreachable_none(&self.name))
-    }
-
-    /// Takes one permit if one is available now, without waiting.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire`](Self::acquire), without waiting out an outage.
-    pub fn try_acquire(&self) -> Result<Option<Permit>> {
-        self.take(1, Some(Duration::ZERO), None)
-    }
-
-    /// Takes `permits` permits if that many are available now.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire_many`](Self::acquire_many), without waiting.
-    pub fn try_acquire_many(&self, permits: u32) -> Result<Option<Permit>> {
-        self.take(permits, Some(Duration::ZERO), None)
-    }
-
-    /// Takes one permit, waiting at most `wait`; `Ok(None)` when none came.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire`](Self::acquire); [`Error::Unreachable`] when `wait`
-    /// ran out while Redis was away.
-    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<Permit>> {
-        self.take(1, Some(wait), None)
-    }
-
-    /// Takes `permits` permits at once, waiting at most `wait`.
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire_for`](Self::try_acquire_for) and
-    /// [`acquire_many`](Self::acquire_many).
-    pub fn try_acquire_many_for(&self, permits: u32, wait: Duration) -> Result<Option<Permit>> {
-        self.take(permits, Some(wait), None)
-    }
-
-    /// Takes one permit, waiting until one comes or `interrupt` is
-    /// triggered ([`Error::Interrupted`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire`](Self::acquire), and [`Error::Interrupted`].
-    pub fn acquire_interruptibly(&self, interrupt: &Interrupt) -> Result<Permit> {
-        self.acquire_many_interruptibly(1, interrupt)
-    }
-
-    /// Takes `permits` permits, waiting until they come or `interrupt` is
-    /// triggered.
-    ///
-    /// # Errors
-    ///
-    /// As [`acquire_many`](Self::acquire_many), and [`Error::Interrupted`].
-    pub fn acquire_many_interruptibly(
-        &self,
-        permits: u32,
-        interrupt: &Interrupt,
-    ) -> Result<Permit> {
-        self.take(permits, None, Some(interrupt))?
-            .ok_or_else(|| unreachable_none(&self.name))
     }
 
     /// Releases `permits` (checked) permits, also after shutdown began

@@ -27,7 +27,8 @@ fn setup() -> (RedisServer, FaultProxy, redhold::Client) {
     warm.release(1).expect("warm-up release");
     warm.try_acquire()
         .expect("warm-up acquire")
-        .map(redhold::Permit::forget);
+        .expect("a permit")
+        .forget();
     let warm = client.count_down_latch("warm-up-latch");
     warm.count_down().expect("warm-up count-down");
     (server, proxy, client)

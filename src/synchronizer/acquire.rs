@@ -1,5 +1,5 @@
-//! How a [`Semaphore`] takes permits: the acquire calls' one path, and the
-//! give-back of permits an acquire took without returning them.
+//! How a [`Semaphore`] takes permits: the acquire calls, their one path,
+//! and the give-back of permits an acquire took without returning them.
 
 use std::time::Duration;
 
@@ -13,11 +13,95 @@ use crate::names;
 use crate::scripts;
 
 impl Semaphore {
+    /// Takes one permit, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongKind`]; [`Error::Shutdown`]; [`Error::Unreachable`]
+    /// after the outage tolerance; other Redis errors.
+    pub fn acquire(&self) -> Result<Permit> {
+        self.acquire_many(1)
+    }
+
+    /// Takes `permits` permits at once, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), and [`Error::InvalidArgument`] for 0
+    /// or more than `i32::MAX` permits.
+    pub fn acquire_many(&self, permits: u32) -> Result<Permit> {
+        self.take(permits, None, None)?
+            .ok_or_else(|| unreachable_none(&self.name))
+    }
+
+    /// Takes one permit if one is available now, without waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), without waiting out an outage.
+    pub fn try_acquire(&self) -> Result<Option<Permit>> {
+        self.take(1, Some(Duration::ZERO), None)
+    }
+
+    /// Takes `permits` permits if that many are available now.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_many`](Self::acquire_many), without waiting.
+    pub fn try_acquire_many(&self, permits: u32) -> Result<Option<Permit>> {
+        self.take(permits, Some(Duration::ZERO), None)
+    }
+
+    /// Takes one permit, waiting at most `wait`; `Ok(None)` when none came.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire); [`Error::Unreachable`] when `wait`
+    /// ran out while Redis was away.
+    pub fn try_acquire_for(&self, wait: Duration) -> Result<Option<Permit>> {
+        self.take(1, Some(wait), None)
+    }
+
+    /// Takes `permits` permits at once, waiting at most `wait`.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire_for`](Self::try_acquire_for) and
+    /// [`acquire_many`](Self::acquire_many).
+    pub fn try_acquire_many_for(&self, permits: u32, wait: Duration) -> Result<Option<Permit>> {
+        self.take(permits, Some(wait), None)
+    }
+
+    /// Takes one permit, waiting until one comes or `interrupt` is
+    /// triggered ([`Error::Interrupted`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), and [`Error::Interrupted`].
+    pub fn acquire_interruptibly(&self, interrupt: &Interrupt) -> Result<Permit> {
+        self.acquire_many_interruptibly(1, interrupt)
+    }
+
+    /// Takes `permits` permits, waiting until they come or `interrupt` is
+    /// triggered.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_many`](Self::acquire_many), and [`Error::Interrupted`].
+    pub fn acquire_many_interruptibly(
+        &self,
+        permits: u32,
+        interrupt: &Interrupt,
+    ) -> Result<Permit> {
+        self.take(permits, None, Some(interrupt))?
+            .ok_or_else(|| unreachable_none(&self.name))
+    }
+
     /// The acquire calls' one path. All attempts of one call share one
     /// request latch, so an attempt whose reply was lost is never counted
     /// twice; a call that ends with an error after such an attempt gives
     /// its permits back.
-    pub(super) fn take(
+    fn take(
         &self,
         permits: u32,
         wait: Option<Duration>,
@@ -115,6 +199,6 @@ impl Semaphore {
 
 /// A wait without a limit came back without permits, which the waiting
 /// loop never does; an error rather than a panic all the same.
-pub(super) fn unreachable_none(name: &str) -> Error {
+fn unreachable_none(name: &str) -> Error {
     crate::kind::sealed::unexpected_reply(name, "no permits after an unbounded wait")
 }
