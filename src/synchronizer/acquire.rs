@@ -98,9 +98,10 @@ impl Semaphore {
     }
 
     /// The acquire calls' one path. All attempts of one call share one
-    /// request latch, so an attempt whose reply was lost is never counted
-    /// twice; a call that ends with an error after such an attempt gives
-    /// its permits back.
+    /// request latch and are numbered, so an attempt whose reply was lost
+    /// is never counted twice and one that reaches Redis after a later one
+    /// takes nothing; a call that ends without permits after such an
+    /// attempt closes the latch and gives back what it took.
     fn take(
         &self,
         permits: u32,
@@ -121,7 +122,11 @@ impl Semaphore {
         // client shut down.
         let _call = engine.enter_call();
         let (latch, latch_ttl) = server.unlock_latch(&self.name, &engine.next_request_id());
-        let mut unsure = false;
+        // Every request sent (retries included) is numbered; the ones
+        // whose reply was not read may still reach Redis later.
+        let mut sent = 0u64;
+        let mut answered = 0u64;
+        let mut unsynced = false;
         let outcome = WaitOn {
             engine,
             name: &self.name,
@@ -132,26 +137,37 @@ impl Semaphore {
                 .run_write(
                     &self.name,
                     |conn| {
+                        sent += 1;
                         scripts::SEMAPHORE_ACQUIRE
                             .key(&*self.name)
                             .key(&latch)
                             .arg(permits)
                             .arg(latch_ttl)
+                            .arg(sent)
                             .invoke(conn)
                     },
                     |taken: &i64| *taken == 1,
                 )
                 .map_err(|e| wrong_kind(&self.name, SEMAPHORE, e));
+            // A value answers the last request (which recorded its number
+            // in the latch); an error may hide a script that ran, or one
+            // still on its way.
+            if matches!(&taken, Ok(_) | Err(Error::ReplicasNotSynced { .. })) {
+                answered = sent;
+            }
             match taken {
                 Ok(1) => Ok(Some(())),
                 Ok(_) => Ok(None),
                 Err(e) => {
-                    // The script may have run and its reply been lost.
-                    unsure |= matches!(e, Error::Redis(_) | Error::ReplicasNotSynced { .. });
+                    // Taken on the master, which the call will not keep.
+                    unsynced |= matches!(e, Error::ReplicasNotSynced { .. });
                     Err(e)
                 }
             }
         });
+        // Earlier requests than the last answered one are refused by the
+        // script if they come late; later ones are not.
+        let unsure = sent > answered || unsynced;
         match outcome {
             Ok(Some(())) if server.is_closed() => {
                 // Taken as the client shut down: no permit comes out.
@@ -162,18 +178,21 @@ impl Semaphore {
                 Err(Error::Shutdown)
             }
             Ok(Some(())) => Ok(Some(Permit::new(self.clone(), permits))),
-            Ok(None) => Ok(None),
-            Err(e) => {
+            outcome => {
+                // No permit comes out: close the call in Redis, giving back
+                // what an unanswered request took.
                 if unsure {
                     self.give_back_unsure(permits, &latch, latch_ttl);
                 }
-                Err(e)
+                outcome.map(|_| None)
             }
         }
     }
 
-    /// Gives back the permits an acquire call whose reply was lost took,
-    /// if it took them (its request latch says): best effort, also as the
+    /// Ends an acquire call that returns without permits while one of its
+    /// requests went unanswered: gives back what that request took, if it
+    /// took anything (its request latch says), and closes the call so that
+    /// a request still on its way takes nothing. Best effort, also as the
     /// client shuts down.
     fn give_back_unsure(&self, permits: u32, latch: &str, latch_ttl: u64) {
         let server = self.client.engine().server();

@@ -113,3 +113,38 @@ fn an_acquire_that_fails_after_taking_its_permits_gives_them_back() {
         "the permit the lost attempt took is back"
     );
 }
+
+#[test]
+fn an_acquire_request_that_reaches_redis_late_takes_nothing() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(300))
+        .retry_attempts(2)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy");
+    let sem = client.semaphore("late");
+    sem.release(1).unwrap();
+    sem.try_acquire()
+        .unwrap()
+        .expect("loads the script")
+        .forget();
+    // Held back past the response timeout: the client retries, finds no
+    // permit and returns; the first request still runs afterwards.
+    let armed = proxy.arming().arm(Rule {
+        matcher: Matcher::script("late", &["redisson_unlock_latch:{late}"]),
+        action: Action::DelayRequest(Duration::from_millis(1500)),
+    });
+    assert!(sem.try_acquire().unwrap().is_none(), "no permit yet");
+    assert!(armed.wait_fired(Duration::from_secs(1)), "the rule fired");
+    // A permit comes before the held-back request runs: it must stay.
+    server.client().semaphore("late").release(1).unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    assert_eq!(
+        server.cmd::<String>(&["GET", "late"]),
+        "1",
+        "a late request of a call that ended took the permit"
+    );
+}
