@@ -371,6 +371,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_synchronizer_message_wakes_each_waiter_once() {
+        let mut waiters = Waiters::default();
+        waiters.join();
+        waiters.join();
+        waiters.join();
+        let parked = [waiters.enqueue(None), waiters.enqueue(None)];
+        // Two parked, one between its attempt and its park.
+        waiters.wake_each_once();
+        assert_eq!(waiters.parked_now(), 0);
+        for waiter in &parked {
+            assert_eq!(waiter.state.load(Ordering::Acquire), NOTIFIED);
+        }
+        // One kept wake-up, for the one not parked; none for those woken.
+        assert!(waiters.take_permit());
+        assert!(!waiters.take_permit());
+    }
+
+    #[test]
     fn newcomers_stand_back_while_a_courtesy_lasts() {
         let mut waiters = Waiters::default();
         waiters.join();
