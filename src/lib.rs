@@ -147,4 +147,6 @@ pub use read_write::ReadWriteLock;
 pub use red_lock::RedLock;
 pub use red_lock_guard::RedLockGuard;
 pub use stats::Stats;
-pub use synchronizer::{CountDownLatch, Permit, Semaphore};
+pub use synchronizer::{
+    CountDownLatch, ExpirablePermit, Permit, PermitExpirableSemaphore, Semaphore,
+};

@@ -50,6 +50,16 @@ pub(crate) fn is_synchronizer_channel(channel: &[u8]) -> bool {
         || channel.starts_with(LATCH_CHANNEL_PREFIX.as_bytes())
 }
 
+/// `{name}:suffix`, or `name:suffix` when the name already carries a hash
+/// tag (Redisson's `suffixName`).
+pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
+}
+
 /// The latch key that remembers the reply of release `request_id`.
 pub(crate) fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", prefixed(UNLOCK_LATCH_PREFIX, name))
@@ -111,6 +121,8 @@ mod tests {
             lock_channel("redisson_sc:x").as_bytes()
         ));
         assert!(!is_synchronizer_channel(b"redisson_scx"));
+        assert_eq!(suffixed("p", "timeout"), "{p}:timeout");
+        assert_eq!(suffixed("{p}:1", "timeout"), "{p}:1:timeout");
     }
 
     #[test]

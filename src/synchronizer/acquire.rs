@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::permit::Permit;
 use super::semaphore::{Semaphore, SEMAPHORE};
-use super::wait::WaitOn;
+use super::wait::{Look, WaitOn};
 use super::{check_permits, wrong_kind};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
@@ -156,8 +156,8 @@ impl Semaphore {
                 answered = sent;
             }
             match taken {
-                Ok(1) => Ok(Some(())),
-                Ok(_) => Ok(None),
+                Ok(1) => Ok(Look::Done(())),
+                Ok(_) => Ok(Look::Again { within: None }),
                 Err(e) => {
                     // Taken on the master, which the call will not keep.
                     unsynced |= matches!(e, Error::ReplicasNotSynced { .. });

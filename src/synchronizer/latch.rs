@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::wait::WaitOn;
+use super::wait::{Look, WaitOn};
 use super::{read_count, wrong_kind};
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -217,7 +217,9 @@ impl CountDownLatch {
             name: &self.name,
             channel: &self.channel,
         }
-        .until(wait, interrupt, || Ok((self.count()? == 0).then_some(())))?;
+        .until(wait, interrupt, || {
+            Ok(Look::from_option((self.count()? == 0).then_some(())))
+        })?;
         Ok(opened.is_some())
     }
 

@@ -12,14 +12,21 @@
 //!
 //! - `wait.rs`: the waiting loop both share.
 //! - `semaphore.rs`, `acquire.rs` and `permit.rs`: `RSemaphore`.
+//! - `expirable.rs`, `expirable_acquire.rs` and `expirable_permit.rs`:
+//!   `RPermitExpirableSemaphore`.
 //! - `latch.rs`: `RCountDownLatch`.
 
 mod acquire;
+mod expirable;
+mod expirable_acquire;
+mod expirable_permit;
 mod latch;
 mod permit;
 mod semaphore;
 mod wait;
 
+pub use expirable::PermitExpirableSemaphore;
+pub use expirable_permit::ExpirablePermit;
 pub use latch::CountDownLatch;
 pub use permit::Permit;
 pub use semaphore::Semaphore;

@@ -20,6 +20,27 @@ use crate::pubsub::Wake;
 /// that does not announce. Never a poll: a woken waiter looks once.
 const RECHECK: Duration = Duration::from_secs(5);
 
+/// What one attempt of a waiting call found.
+#[derive(Debug)]
+pub(super) enum Look<T> {
+    /// It may go on, with this.
+    Done(T),
+    /// Not yet; look again when a message comes, or after `within` at the
+    /// latest when something changes then that nobody announces (an
+    /// expirable permit's lease runs out).
+    Again { within: Option<Duration> },
+}
+
+impl<T> Look<T> {
+    /// `Done(value)` when there is one, else `Again` with no deadline.
+    pub(super) fn from_option(value: Option<T>) -> Look<T> {
+        match value {
+            Some(value) => Look::Done(value),
+            None => Look::Again { within: None },
+        }
+    }
+}
+
 /// What one waiting call waits on: the synchronizer's name and channel.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct WaitOn<'a> {
@@ -38,7 +59,7 @@ impl WaitOn<'_> {
         self,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-        mut attempt: impl FnMut() -> Result<Option<T>>,
+        mut attempt: impl FnMut() -> Result<Look<T>>,
     ) -> Result<Option<T>> {
         // A wait too long to represent is no wait limit at all.
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
@@ -51,9 +72,13 @@ impl WaitOn<'_> {
                 return Err(self.interrupted());
             }
             let started = Instant::now();
+            let mut look_within = None;
             match attempt() {
-                Ok(Some(value)) => return Ok(Some(value)),
-                Ok(None) => outage = None,
+                Ok(Look::Done(value)) => return Ok(Some(value)),
+                Ok(Look::Again { within }) => {
+                    outage = None;
+                    look_within = within;
+                }
                 Err(e) => {
                     let cause = outage_cause(e)?;
                     let going_on = match outage.take() {
@@ -71,7 +96,7 @@ impl WaitOn<'_> {
             }
             let mut pause = match &mut outage {
                 Some(outage) => outage.next_pause(tolerance),
-                None => RECHECK,
+                None => look_within.map_or(RECHECK, |within| within.min(RECHECK)),
             };
             if let Some(left) = left() {
                 if left.is_zero() {
