@@ -130,6 +130,7 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::wake::run_force(&ctx, report);
     checks::differences::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
+    checks::expirable::run(&ctx, report);
     checks::watchdog::run(&ctx, report);
     checks::watchdog::killed_driver(&ctx, report);
     if report.failed > failed_before {
@@ -188,6 +189,7 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::wake::run_force(&ctx, report);
     checks::liveness::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
+    checks::expirable::run(&ctx, report);
     if report.failed > failed_before {
         println!(
             "# last lines of the Java driver's log:\n{}",

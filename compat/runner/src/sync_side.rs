@@ -71,6 +71,31 @@ pub fn run(
             .wait()
             .map(|()| String::new())
             .map_err(err),
+        "pes-try-set" => client
+            .permit_expirable_semaphore(word(1)?)
+            .try_set_permits(number(2)?)
+            .map(|set| set.to_string())
+            .map_err(err),
+        "pes-acquire" => {
+            let permit = client
+                .permit_expirable_semaphore(word(1)?)
+                .acquire(Duration::from_millis(u64::from(number(2)?)))
+                .map_err(err)?;
+            let id = permit.id();
+            // Kept until its lease ends or someone releases it by its id.
+            permit.forget();
+            Ok(id)
+        }
+        "pes-release" => client
+            .permit_expirable_semaphore(word(1)?)
+            .release(word(2)?)
+            .map(|released| released.to_string())
+            .map_err(err),
+        "pes-available" => client
+            .permit_expirable_semaphore(word(1)?)
+            .available_permits()
+            .map(|n| n.to_string())
+            .map_err(err),
         other => Err(format!("unknown synchronizer op {other}")),
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod differences;
 pub mod exclusion;
+pub mod expirable;
 pub mod fair;
 pub mod fenced;
 pub mod layout;

@@ -174,7 +174,7 @@ fn latch_layout(ctx: &Ctx<'_>, a: &dyn Side, b: &dyn Side, name: &str) -> Result
 
 /// Waits until someone listens on `channel` (with sharded pub/sub only, on
 /// a cluster) and the waiter behind `pending` has had time to park.
-fn wait_listening(ctx: &Ctx<'_>, channel: &str, pending: &mut Pending) -> Result<(), String> {
+pub fn wait_listening(ctx: &Ctx<'_>, channel: &str, pending: &mut Pending) -> Result<(), String> {
     let deadline = Instant::now() + T;
     let (classic, sharded) = loop {
         let counts = ctx.redis.subscribers(channel)?;

@@ -75,6 +75,10 @@ import org.redisson.config.Config;
  *   latch-count-down NAME                  ->
  *   latch-count NAME                       -> N
  *   latch-await NAME                       ->                   (waits)
+ *   pes-try-set NAME N                     -> true | false      (RPermitExpirableSemaphore)
+ *   pes-acquire NAME LEASE                 -> ID                (waits)
+ *   pes-release NAME ID                    -> true | false
+ *   pes-available NAME                     -> N
  * </pre>
  */
 public final class Driver {
@@ -193,7 +197,7 @@ public final class Driver {
             case "hammer":
                 return hammer(c[1], c[2], Integer.parseInt(c[3]), c[4]);
             default:
-                if (c[0].startsWith("sem-") || c[0].startsWith("latch-")) {
+                if (c[0].startsWith("sem-") || c[0].startsWith("latch-") || c[0].startsWith("pes-")) {
                     return synchronizer(c);
                 }
                 break;
@@ -263,6 +267,16 @@ public final class Driver {
             case "latch-await":
                 redisson.getCountDownLatch(c[1]).await();
                 return "";
+            case "pes-try-set":
+                return String.valueOf(
+                        redisson.getPermitExpirableSemaphore(c[1]).trySetPermits(Integer.parseInt(c[2])));
+            case "pes-acquire":
+                return redisson.getPermitExpirableSemaphore(c[1])
+                        .acquire(Long.parseLong(c[2]), TimeUnit.MILLISECONDS);
+            case "pes-release":
+                return String.valueOf(redisson.getPermitExpirableSemaphore(c[1]).tryRelease(c[2]));
+            case "pes-available":
+                return String.valueOf(redisson.getPermitExpirableSemaphore(c[1]).availablePermits());
             default:
                 throw new IllegalArgumentException("unknown op " + c[0]);
         }
