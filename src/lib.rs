@@ -62,7 +62,9 @@
 //!
 //! **Beyond locks.** Redisson's semaphore and count-down latch, in the same
 //! layout: [`Client::semaphore`] gives a [`Semaphore`] (up to N callers at
-//! once; [`Permit`] guards), [`Client::count_down_latch`] a
+//! once; [`Permit`] guards), [`Client::permit_expirable_semaphore`] a
+//! [`PermitExpirableSemaphore`] (permits with an id and a lease;
+//! [`ExpirablePermit`] guards), [`Client::count_down_latch`] a
 //! [`CountDownLatch`] (wait until N events happened). Their waiters are
 //! woken through pub/sub like lock waiters; docs/synchronizers.md says when
 //! to use which.
