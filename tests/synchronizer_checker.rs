@@ -10,7 +10,11 @@
 //!   a release failed (without faults: exactly as many);
 //! - **latch**: no waiter goes on before as many count-downs began as the
 //!   latch was armed with, and (when no count-down failed) every waiter
-//!   goes on.
+//!   goes on;
+//! - **expirable permits**: never more permits in use than given, a holder
+//!   counting itself only until its lease ends (holders sometimes overrun
+//!   it, as a stalled process would); once every lease has ended, Redis
+//!   counts exactly the permits given.
 //!
 //! `REDHOLD_SYNC_SECS` sets the budget (default 12 s, schedules of about
 //! 3 s); `REDHOLD_SYNC_SEED=<seed>` replays one schedule's random choices
@@ -289,6 +293,85 @@ fn latch_schedule(seed: u64, world: &Arc<World>) {
     }
 }
 
+/// Expirable permits: threads take one permit with a short lease, use it
+/// (sometimes past its lease) and give it back, forget it or let it end.
+fn expirable_schedule(seed: u64, world: &Arc<World>) {
+    let mut rng = Rng(seed.rotate_left(31));
+    let name = format!("pes-{seed}");
+    let permits = 1 + rng.below(3) as usize;
+    assert!(world.clients[2]
+        .permit_expirable_semaphore(name.as_str())
+        .try_set_permits(permits as u32)
+        .unwrap());
+    // The lease ends of the permits in use, as their holders count them.
+    let in_use: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let until = Instant::now() + SCHEDULE;
+    let actors: Vec<_> = (0..4u64)
+        .map(|i| {
+            let (world, in_use) = (Arc::clone(world), Arc::clone(&in_use));
+            let (name, mut rng) = (name.clone(), Rng(seed ^ (i + 11).wrapping_mul(0x3C6E)));
+            bounded::spawn("expirable actor", move || {
+                let sem = world.clients[(i % 3) as usize].permit_expirable_semaphore(name.as_str());
+                while Instant::now() < until {
+                    world.maybe_fault(&mut rng, &name, 2);
+                    let lease = Duration::from_millis(100 + rng.below(400));
+                    let asked = Instant::now();
+                    let taken = sem.try_acquire_for(rng.millis(400), lease);
+                    world.ops.fetch_add(1, Ordering::Relaxed);
+                    let Ok(Some(permit)) = taken else { continue };
+                    // Redis ends the lease no earlier than this: its end is
+                    // a later reading of the clock plus the lease, but in
+                    // whole ms (cut down), hence the margin.
+                    let ends = asked + lease - Duration::from_millis(2);
+                    {
+                        let mut in_use = in_use.lock();
+                        let now = Instant::now();
+                        in_use.retain(|end| *end > now);
+                        in_use.push(ends);
+                        if in_use.len() > permits {
+                            world.violation(format!(
+                                "seed {seed}: {} expirable permits in use of {permits} ({name})",
+                                in_use.len()
+                            ));
+                        }
+                    }
+                    let hold = rng.millis(lease.as_millis() as u64 * 3 / 2);
+                    thread::sleep(hold);
+                    in_use.lock().retain(|end| *end != ends);
+                    match rng.below(3) {
+                        0 => permit.forget(),
+                        1 => {
+                            let id = permit.id();
+                            permit.forget();
+                            let _ = world.clients[rng.below(3) as usize]
+                                .permit_expirable_semaphore(name.as_str())
+                                .release(&id);
+                        }
+                        _ => {
+                            let _ = permit.release();
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for actor in actors {
+        actor.join_within(SCHEDULE + Duration::from_secs(30));
+    }
+    // Every lease has ended and every held-back request landed.
+    thread::sleep(Duration::from_millis(1500));
+    let left = world.clients[2]
+        .permit_expirable_semaphore(name.as_str())
+        .available_permits()
+        .unwrap();
+    if left != permits as u64 {
+        world.violation(format!(
+            "seed {seed}: {left} expirable permits available once every lease ended, \
+             {permits} given ({name})"
+        ));
+    }
+}
+
 #[test]
 fn no_permit_out_of_nothing_and_no_latch_open_too_early() {
     let budget = std::env::var("REDHOLD_SYNC_SECS")
@@ -312,11 +395,14 @@ fn no_permit_out_of_nothing_and_no_latch_open_too_early() {
         let faults = !seed.is_multiple_of(4);
         eprintln!("synchronizer checker: seed {seed} (faults: {faults}; REDHOLD_SYNC_SEED={seed} replays it)");
         let world = Arc::new(World::new(faults));
-        let (a, b) = (Arc::clone(&world), Arc::clone(&world));
+        let (a, b, c) = (Arc::clone(&world), Arc::clone(&world), Arc::clone(&world));
         let sem = thread::spawn(move || semaphore_schedule(seed, &a));
         let latch = thread::spawn(move || latch_schedule(seed, &b));
+        let expirable = thread::spawn(move || expirable_schedule(seed, &c));
         sem.join().expect("the semaphore schedule panicked");
         latch.join().expect("the latch schedule panicked");
+        expirable.join().expect("the expirable schedule panicked");
+        eprintln!("  faults fired: {}", world.proxy.summary());
         ops += world.ops.load(Ordering::Relaxed);
         violations.extend(world.violations.lock().drain(..));
         schedules += 1;

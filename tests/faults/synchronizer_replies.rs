@@ -148,3 +148,25 @@ fn an_acquire_request_that_reaches_redis_late_takes_nothing() {
         "a late request of a call that ended took the permit"
     );
 }
+
+#[test]
+fn a_retried_expirable_acquire_takes_one_permit() {
+    let (server, proxy, client) = setup();
+    let sem = client.permit_expirable_semaphore("pes");
+    assert!(sem.try_set_permits(3).unwrap());
+    let minute = Duration::from_secs(60);
+    sem.try_acquire(minute)
+        .unwrap()
+        .expect("loads the script")
+        .release()
+        .unwrap();
+    let armed = lose_reply(&proxy, "pes", "redisson_unlock_latch:{pes}");
+    let permit = sem
+        .try_acquire(minute)
+        .expect("retried acquire")
+        .expect("a permit");
+    assert!(armed.wait_fired(Duration::from_secs(1)), "the rule fired");
+    assert_eq!(server.cmd::<String>(&["GET", "pes"]), "2", "taken once");
+    assert!(permit.release().unwrap());
+    assert_eq!(server.cmd::<String>(&["GET", "pes"]), "3");
+}
