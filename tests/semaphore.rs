@@ -205,6 +205,42 @@ fn waits_end_on_timeout_interrupt_and_shutdown() {
 }
 
 #[test]
+fn a_waiter_rides_out_a_server_restart() {
+    let mut server = RedisServer::start();
+    let client = server
+        .builder()
+        .response_timeout(Duration::from_millis(500))
+        .outage_tolerance(Some(Duration::from_secs(20)))
+        .build()
+        .unwrap();
+    let sem = client.semaphore("restart");
+    sem.set_permits(0).unwrap();
+    let waiter = {
+        let sem = sem.clone();
+        bounded::spawn("across a restart", move || {
+            sem.acquire().map(|p| {
+                p.forget();
+                Instant::now()
+            })
+        })
+    };
+    waiter.assert_parked_for(Duration::from_millis(300));
+    server.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    server.start_again();
+    // The restarted server has no data: permits are set again by someone.
+    let released = Instant::now();
+    server.client().semaphore("restart").set_permits(1).unwrap();
+    let got = waiter
+        .join_within(Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("the waiter failed across the restart: {}", e.report()));
+    // Woken by the message once resubscribed, or at its next look (at most
+    // the outage's pause or the 5 s safety net).
+    assert!(got.duration_since(released) < Duration::from_secs(6));
+    assert_eq!(sem.available_permits().unwrap(), 0, "the waiter took it");
+}
+
+#[test]
 fn a_permit_may_go_back_from_another_thread_and_after_shutdown() {
     let server = RedisServer::start();
     let client = server.client();

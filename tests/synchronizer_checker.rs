@@ -16,7 +16,7 @@
 //!   it, as a stalled process would); once every lease has ended, Redis
 //!   counts exactly the permits given.
 //!
-//! `REDHOLD_SYNC_SECS` sets the budget (default 12 s, schedules of about
+//! `REDHOLD_SYNC_SECS` sets the budget (default 8 s, schedules of about
 //! 3 s); `REDHOLD_SYNC_SEED=<seed>` replays one schedule's random choices
 //! (the threads' timing is the machine's). Every seed is printed.
 
@@ -381,7 +381,7 @@ fn no_permit_out_of_nothing_and_no_latch_open_too_early() {
     let budget = std::env::var("REDHOLD_SYNC_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .map_or(Duration::from_secs(12), Duration::from_secs);
+        .map_or(Duration::from_secs(8), Duration::from_secs);
     let fixed: Option<u64> = std::env::var("REDHOLD_SYNC_SEED")
         .ok()
         .and_then(|s| s.parse().ok());
