@@ -173,7 +173,11 @@ impl Semaphore {
                 // Taken as the client shut down: no permit comes out.
                 let _back = server.giving_back();
                 if let Err(e) = self.give(permits) {
-                    log::warn!("redhold: semaphore {:?}: permits taken as the client shut down were not given back: {e}", names::shorten(&self.name));
+                    log::warn!(
+                        "redhold: semaphore {:?}: permits taken as the client shut down \
+                         were not given back: {e}",
+                        names::shorten(&self.name)
+                    );
                 }
                 Err(Error::Shutdown)
             }
