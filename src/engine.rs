@@ -9,7 +9,7 @@
 mod attempt;
 mod first_busy;
 mod give_back;
-mod outage;
+pub(crate) mod outage;
 mod pending;
 mod release;
 mod wait;
@@ -177,8 +177,15 @@ impl Engine {
         })
     }
 
+    /// Counts a call that may take something in Redis as the client shuts
+    /// down, so that shutdown waits for it to give that back (see
+    /// [`shutdown`](Self::shutdown)).
+    pub(crate) fn enter_call(&self) -> crate::waiting::WaitingCall<'_> {
+        self.waiting.enter()
+    }
+
     /// A request id unique across clients, for the unlock latch.
-    fn next_request_id(&self) -> String {
+    pub(crate) fn next_request_id(&self) -> String {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         format!("{}:{n}", self.id_text)
     }

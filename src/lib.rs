@@ -60,6 +60,15 @@
 //!
 //! docs/lock-kinds.md in the repository compares them at length.
 //!
+//! **Beyond locks.** Redisson's semaphore and count-down latch, in the same
+//! layout: [`Client::semaphore`] gives a [`Semaphore`] (up to N callers at
+//! once; [`Permit`] guards), [`Client::permit_expirable_semaphore`] a
+//! [`PermitExpirableSemaphore`] (permits with an id and a lease;
+//! [`ExpirablePermit`] guards), [`Client::count_down_latch`] a
+//! [`CountDownLatch`] (wait until N events happened). Their waiters are
+//! woken through pub/sub like lock waiters; docs/synchronizers.md says when
+//! to use which.
+//!
 //! **The guard.** Taking a lock returns a [`LockGuard`] (or a
 //! [`MultiLockGuard`], a [`RedLockGuard`]); dropping it releases one hold,
 //! also when the thread panics. A guard stays on its thread, because Redis
@@ -121,6 +130,7 @@ mod renewals;
 mod scripts;
 mod server;
 mod stats;
+mod synchronizer;
 mod thread_id;
 mod waiting;
 mod watchdog;
@@ -139,3 +149,6 @@ pub use read_write::ReadWriteLock;
 pub use red_lock::RedLock;
 pub use red_lock_guard::RedLockGuard;
 pub use stats::Stats;
+pub use synchronizer::{
+    CountDownLatch, ExpirablePermit, Permit, PermitExpirableSemaphore, Semaphore,
+};

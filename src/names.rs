@@ -9,6 +9,11 @@ use crate::error::{Error, Result};
 const LOCK_CHANNEL_PREFIX: &str = "redisson_lock__channel";
 /// Prefix of the keys that make a release idempotent when it is retried.
 const UNLOCK_LATCH_PREFIX: &str = "redisson_unlock_latch";
+/// Prefix of a semaphore's channel (Redisson's `RSemaphore`).
+const SEMAPHORE_CHANNEL_PREFIX: &str = "redisson_sc";
+/// What a count-down latch's channel starts with (Redisson's
+/// `RCountDownLatch`): the name follows in braces, always.
+const LATCH_CHANNEL_PREFIX: &str = "redisson_countdownlatch__channel__";
 
 /// `prefix:{name}`, or `prefix:name` when the name already carries a hash tag.
 pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
@@ -22,6 +27,37 @@ pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
 /// The pub/sub channel of a plain (reentrant, fenced or spin) lock.
 pub(crate) fn lock_channel(name: &str) -> String {
     prefixed(LOCK_CHANNEL_PREFIX, name)
+}
+
+/// The pub/sub channel of a semaphore: `redisson_sc:{name}`.
+pub(crate) fn semaphore_channel(name: &str) -> String {
+    prefixed(SEMAPHORE_CHANNEL_PREFIX, name)
+}
+
+/// The pub/sub channel of a count-down latch:
+/// `redisson_countdownlatch__channel__{name}`, braces even around a name
+/// that has its own (as Redisson writes it).
+pub(crate) fn latch_channel(name: &str) -> String {
+    format!("{LATCH_CHANNEL_PREFIX}{{{name}}}")
+}
+
+/// Whether `channel` belongs to a semaphore or a count-down latch, whose
+/// every message wakes every local waiter (see `pubsub/subscriber.rs`).
+/// Lock channels never start like these.
+pub(crate) fn is_synchronizer_channel(channel: &[u8]) -> bool {
+    channel.starts_with(SEMAPHORE_CHANNEL_PREFIX.as_bytes())
+        && channel.get(SEMAPHORE_CHANNEL_PREFIX.len()) == Some(&b':')
+        || channel.starts_with(LATCH_CHANNEL_PREFIX.as_bytes())
+}
+
+/// `{name}:suffix`, or `name:suffix` when the name already carries a hash
+/// tag (Redisson's `suffixName`).
+pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
 }
 
 /// The latch key that remembers the reply of release `request_id`.
@@ -68,6 +104,25 @@ mod tests {
             "redisson_lock__channel:{orders}:42"
         );
         assert_eq!(unlock_latch("a", "r1"), "redisson_unlock_latch:{a}:r1");
+    }
+
+    #[test]
+    fn synchronizer_channels_follow_redisson() {
+        assert_eq!(semaphore_channel("s"), "redisson_sc:{s}");
+        assert_eq!(semaphore_channel("{s}:1"), "redisson_sc:{s}:1");
+        assert_eq!(latch_channel("l"), "redisson_countdownlatch__channel__{l}");
+        assert_eq!(
+            latch_channel("{l}"),
+            "redisson_countdownlatch__channel__{{l}}"
+        );
+        assert!(is_synchronizer_channel(semaphore_channel("x").as_bytes()));
+        assert!(is_synchronizer_channel(latch_channel("x").as_bytes()));
+        assert!(!is_synchronizer_channel(
+            lock_channel("redisson_sc:x").as_bytes()
+        ));
+        assert!(!is_synchronizer_channel(b"redisson_scx"));
+        assert_eq!(suffixed("p", "timeout"), "{p}:timeout");
+        assert_eq!(suffixed("{p}:1", "timeout"), "{p}:1:timeout");
     }
 
     #[test]

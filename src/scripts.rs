@@ -54,6 +54,28 @@ scripts! {
     RW_FORCE_RELEASE => "rw_force_release.lua";
     /// Reads one lock of any kind in full, changing nothing.
     INSPECT => "inspect.lua";
+    /// Takes permits from a semaphore, once per acquire call.
+    SEMAPHORE_ACQUIRE => "semaphore_acquire.lua";
+    /// Gives back permits an acquire call took without returning them.
+    SEMAPHORE_GIVE_BACK => "semaphore_give_back.lua";
+    /// Gives permits to a semaphore and announces how many are available.
+    SEMAPHORE_RELEASE => "semaphore_release.lua";
+    /// Sets, takes away or drains a semaphore's permits.
+    SEMAPHORE_SET => "semaphore_set.lua";
+    /// Takes permits of an expirable semaphore, with their ids and lease.
+    EXPIRABLE_ACQUIRE => "expirable_acquire.lua";
+    /// Gives back the permits an expirable acquire took without returning them.
+    EXPIRABLE_GIVE_BACK => "expirable_give_back.lua";
+    /// Gives back one expirable permit by its id.
+    EXPIRABLE_RELEASE => "expirable_release.lua";
+    /// Reads an expirable semaphore or changes a lease, after reclaiming ended leases.
+    EXPIRABLE_LEASE => "expirable_lease.lua";
+    /// Arms a count-down latch unless it is armed.
+    LATCH_TRY_SET => "latch_try_set.lua";
+    /// Counts a count-down latch down by one and opens it at zero.
+    LATCH_COUNT_DOWN => "latch_count_down.lua";
+    /// Deletes a count-down latch.
+    LATCH_DELETE => "latch_delete.lua";
 }
 
 /// The wake-up message that frees one waiter.

@@ -16,7 +16,8 @@ pub struct Stats {
     /// many times the thread re-entered it.
     pub held_locks: usize,
     /// Threads parked now, waiting for a lock to be released (or for a spin
-    /// lock's next attempt).
+    /// lock's next attempt), for a semaphore's permits or for a count-down
+    /// latch to open.
     pub parked_waiters: usize,
     /// Wake-up channels the client is subscribed to now.
     pub subscribed_channels: usize,

@@ -52,7 +52,7 @@ impl<K: KindOps> Call<'_, K> {
 
 /// An outage as one waiting call sees it.
 #[derive(Debug)]
-pub(super) struct Outage {
+pub(crate) struct Outage {
     /// When the first attempt that failed was sent.
     since: Instant,
     /// What the last failed attempt reported.
@@ -63,7 +63,7 @@ pub(super) struct Outage {
 
 impl Outage {
     /// An outage whose first failed attempt was sent at `since`.
-    pub(super) fn began(since: Instant, cause: redis::RedisError) -> Outage {
+    pub(crate) fn began(since: Instant, cause: redis::RedisError) -> Outage {
         log::debug!("redhold: Redis unreachable for a waiting acquire ({cause}); waiting it out");
         Outage {
             since,
@@ -73,7 +73,7 @@ impl Outage {
     }
 
     /// Another attempt failed with `cause`.
-    pub(super) fn failed_again(&mut self, cause: redis::RedisError) {
+    pub(crate) fn failed_again(&mut self, cause: redis::RedisError) {
         log::debug!(
             "redhold: Redis still unreachable after {:?} ({cause})",
             self.since.elapsed()
@@ -82,18 +82,18 @@ impl Outage {
     }
 
     /// What the last failed attempt reported.
-    pub(super) fn last_cause(&self) -> redis::RedisError {
+    pub(crate) fn last_cause(&self) -> redis::RedisError {
         self.last.clone()
     }
 
     /// How long Redis has been unreachable for this call.
-    pub(super) fn lasted(&self) -> Duration {
+    pub(crate) fn lasted(&self) -> Duration {
         self.since.elapsed()
     }
 
     /// The pause before the next look, doubling up to [`MAX_PAUSE`], and
     /// cut so that the last look comes when `tolerance` runs out.
-    pub(super) fn next_pause(&mut self, tolerance: Option<Duration>) -> Duration {
+    pub(crate) fn next_pause(&mut self, tolerance: Option<Duration>) -> Duration {
         let pause = jittered(self.pause);
         self.pause = self.pause.saturating_mul(2).min(MAX_PAUSE);
         match tolerance {
@@ -103,18 +103,18 @@ impl Outage {
     }
 
     /// When the outage will have lasted `tolerance` (when there is one).
-    pub(super) fn gives_up_at(&self, tolerance: Option<Duration>) -> Option<Instant> {
+    pub(crate) fn gives_up_at(&self, tolerance: Option<Duration>) -> Option<Instant> {
         tolerance.and_then(|tolerance| self.since.checked_add(tolerance))
     }
 
     /// Whether the outage has lasted `tolerance` (when there is one).
-    pub(super) fn exceeds(&self, tolerance: Option<Duration>) -> bool {
+    pub(crate) fn exceeds(&self, tolerance: Option<Duration>) -> bool {
         tolerance.is_some_and(|tolerance| self.lasted() >= tolerance)
     }
 
     /// The error a waiting call on `lock` ends with: the outage tolerance
     /// ran out (`exceeded_tolerance`), or else its own wait time.
-    pub(super) fn give_up(self, lock: &str, exceeded_tolerance: Option<Duration>) -> Error {
+    pub(crate) fn give_up(self, lock: &str, exceeded_tolerance: Option<Duration>) -> Error {
         Error::Unreachable {
             lock: names::shorten(lock),
             unreachable_for: self.lasted(),
@@ -132,7 +132,7 @@ impl Outage {
 /// `MASTERDOWN`, `READONLY`: none ran the script). Any other error (a
 /// script error, `NOPERM`, `WrongKind`, refused credentials, a peer that
 /// does not speak RESP) is given back as it is.
-pub(super) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, Error> {
+pub(crate) fn outage_cause(e: Error) -> std::result::Result<redis::RedisError, Error> {
     use redis::{ErrorKind, ServerErrorKind};
     match e {
         Error::Redis(cause) | Error::Connect { source: cause, .. }

@@ -233,17 +233,12 @@ impl Channel {
         self.state.lock().sub == SubState::Subscribed
     }
 
-    /// A mark for [`quiet_since`](Self::quiet_since), while subscribed.
+    /// While subscribed, how many disturbances the channel has had: the
+    /// same number later, subscribed, means no release was announced on
+    /// it in between (see `Subscription::quiet_since`).
     pub(crate) fn quiet_mark(&self) -> Option<u64> {
         let st = self.state.lock();
         (st.sub == SubState::Subscribed).then(|| st.locks.disturbances())
-    }
-
-    /// Whether the channel stayed subscribed and heard nothing since
-    /// `mark`: no release was announced on it in that span.
-    pub(crate) fn quiet_since(&self, mark: u64) -> bool {
-        let st = self.state.lock();
-        st.sub == SubState::Subscribed && st.locks.disturbances() == mark
     }
 
     /// Waits up to `timeout` (no limit if it cannot be represented) for
@@ -362,6 +357,11 @@ impl Channel {
     /// Wakes every waiter, parked or about to park.
     pub(crate) fn wake_all(&self) {
         self.state.lock().locks.wake_all();
+    }
+
+    /// A semaphore's or a latch's message: every waiter looks once.
+    pub(crate) fn wake_each_once(&self) {
+        self.state.lock().locks.wake_each_once();
     }
 
     /// Parks the calling thread, a waiter for `lock`, until a wake-up

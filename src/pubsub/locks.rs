@@ -29,7 +29,7 @@ pub(super) struct Locks {
     /// that has not joined yet: messages (any lock's), wake-ups of all, a
     /// subscription confirmed (again). Unchanged over a span, with the
     /// channel subscribed at both ends, means nothing was announced on it
-    /// in between (see [`Channel::quiet_since`](super::channel::Channel::quiet_since)).
+    /// in between (see [`Channel::quiet_mark`](super::channel::Channel::quiet_mark)).
     disturbances: u64,
 }
 
@@ -101,6 +101,15 @@ impl Locks {
     /// The count of disturbances so far.
     pub(super) fn disturbances(&self) -> u64 {
         self.disturbances
+    }
+
+    /// Wakes every waiter of every name once (see
+    /// [`Waiters::wake_each_once`]).
+    pub(super) fn wake_each_once(&mut self) {
+        self.disturbed();
+        for (_, waiters) in &mut self.by_name {
+            waiters.wake_each_once();
+        }
     }
 
     /// How many waiters are parked now, for all locks.

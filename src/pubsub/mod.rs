@@ -212,7 +212,7 @@ impl Subscription<'_> {
     /// lock found busy after the mark is still busy, or its release wakes
     /// this waiter.
     pub(crate) fn quiet_since(&self, mark: &QuietMark) -> bool {
-        Arc::ptr_eq(&self.channel, &mark.channel) && self.channel.quiet_since(mark.mark)
+        Arc::ptr_eq(&self.channel, &mark.channel) && self.channel.quiet_mark() == Some(mark.mark)
     }
 
     /// Parks until a release is announced, a local release hands the lock

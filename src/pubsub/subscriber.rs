@@ -131,6 +131,12 @@ fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
     match kind.as_slice() {
         b"message" | b"smessage" => {
             match items.get(2) {
+                // A semaphore's message is the number of permits now
+                // available, a latch's "0" (open) or "1" (a new count):
+                // every waiter of the name looks again, once.
+                Some(_) if crate::names::is_synchronizer_channel(channel.name.as_bytes()) => {
+                    channel.wake_each_once()
+                }
                 // The message names the channel, not the lock: with locks
                 // that share it, one wake-up each.
                 Some(Frame::Bulk(Some(payload))) if payload.as_slice() == b"0" => {

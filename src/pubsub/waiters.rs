@@ -268,6 +268,18 @@ impl Waiters {
         self.permits = self.count;
     }
 
+    /// Wakes every parked waiter once, and keeps one wake-up for each
+    /// waiter not parked right now (about to park after a failed attempt),
+    /// none for those woken here: a semaphore's or a latch's message, which
+    /// every waiter must look at once, not twice.
+    pub(super) fn wake_each_once(&mut self) {
+        let not_parked = self.count.saturating_sub(self.parked.len());
+        for waiter in self.parked.drain(..) {
+            waiter.notify();
+        }
+        self.permits = self.permits.max(not_parked);
+    }
+
     /// Takes the oldest parked waiter that may be handed the lock out of
     /// the line, for a release about to hand it over; `None` when there is
     /// none, or when the run of hand-overs has reached its bound and this
@@ -357,6 +369,24 @@ impl Waiters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_synchronizer_message_wakes_each_waiter_once() {
+        let mut waiters = Waiters::default();
+        waiters.join();
+        waiters.join();
+        waiters.join();
+        let parked = [waiters.enqueue(None), waiters.enqueue(None)];
+        // Two parked, one between its attempt and its park.
+        waiters.wake_each_once();
+        assert_eq!(waiters.parked_now(), 0);
+        for waiter in &parked {
+            assert_eq!(waiter.state.load(Ordering::Acquire), NOTIFIED);
+        }
+        // One kept wake-up, for the one not parked; none for those woken.
+        assert!(waiters.take_permit());
+        assert!(!waiters.take_permit());
+    }
 
     #[test]
     fn newcomers_stand_back_while_a_courtesy_lasts() {

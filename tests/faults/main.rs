@@ -28,4 +28,5 @@ mod pubsub_killed;
 mod renewal_reply;
 mod server_restart;
 mod server_stall;
+mod synchronizer_replies;
 mod watchdog_cut_off;

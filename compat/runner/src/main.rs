@@ -11,6 +11,7 @@ mod java;
 mod rust_side;
 mod servers;
 mod side;
+mod sync_side;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,6 +129,8 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::fenced::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
     checks::differences::run(&ctx, report);
+    checks::synchronizers::run(&ctx, report);
+    checks::expirable::run(&ctx, report);
     checks::watchdog::run(&ctx, report);
     checks::watchdog::killed_driver(&ctx, report);
     if report.failed > failed_before {
@@ -185,6 +188,8 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::wake::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
     checks::liveness::run(&ctx, report);
+    checks::synchronizers::run(&ctx, report);
+    checks::expirable::run(&ctx, report);
     if report.failed > failed_before {
         println!(
             "# last lines of the Java driver's log:\n{}",

@@ -268,6 +268,7 @@ impl Worker {
                 n,
                 prefix,
             } => self.hammer(kind, &name, n, &prefix),
+            Op::Sync(words) => crate::sync_side::run(&self.client, self.counters.as_ref(), &words),
         }
     }
 

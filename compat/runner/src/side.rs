@@ -82,6 +82,10 @@ pub enum Op {
         n: usize,
         prefix: String,
     },
+    /// A semaphore's or a count-down latch's command, as the words the Java
+    /// driver reads (`sem-acquire NAME N`, `latch-await NAME`, ...; see
+    /// `sync_side.rs`).
+    Sync(Vec<String>),
 }
 
 impl Op {
@@ -150,6 +154,7 @@ impl Op {
                 n.to_string(),
                 prefix.clone(),
             ],
+            Op::Sync(words) => words.clone(),
         };
         w.retain(|s| !s.is_empty());
         w
@@ -288,6 +293,11 @@ pub trait Side: Sync {
         let name = name.to_owned();
         self.call(slot, Op::IsLocked { kind, name })
     }
+}
+
+/// A synchronizer command of `words` (see [`Op::Sync`]).
+pub fn sync_op(words: &[&str]) -> Op {
+    Op::Sync(words.iter().map(|w| (*w).to_owned()).collect())
 }
 
 /// Now, in µs since the epoch (the unit both sides stamp replies with).

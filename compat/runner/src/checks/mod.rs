@@ -2,12 +2,14 @@
 
 pub mod differences;
 pub mod exclusion;
+pub mod expirable;
 pub mod fair;
 pub mod fenced;
 pub mod layout;
 pub mod liveness;
 pub mod read_write;
 pub mod status;
+pub mod synchronizers;
 pub mod wake;
 pub mod watchdog;
 

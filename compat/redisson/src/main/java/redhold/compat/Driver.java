@@ -20,6 +20,7 @@ import org.redisson.Redisson;
 import org.redisson.api.RAtomicLong;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
@@ -59,6 +60,25 @@ import org.redisson.config.Config;
  *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US
  *                                             TIMES [FIRST-VIOLATION]
  *   ID - exit                              -> shuts Redisson down and exits
+ * </pre>
+ *
+ * <p>Synchronizers (RSemaphore, RCountDownLatch); permits taken stay taken until a
+ * {@code sem-release}, from either side:
+ *
+ * <pre>
+ *   sem-try-set NAME N                     -> true | false
+ *   sem-acquire NAME N                     ->                   (waits)
+ *   sem-release NAME N                     ->
+ *   sem-available NAME                     -> N
+ *   sem-hammer NAME N PERMITS PREFIX       -> VIOLATIONS ROUNDS MOST-INSIDE
+ *   latch-try-set NAME N                   -> true | false
+ *   latch-count-down NAME                  ->
+ *   latch-count NAME                       -> N
+ *   latch-await NAME                       ->                   (waits)
+ *   pes-try-set NAME N                     -> true | false      (RPermitExpirableSemaphore)
+ *   pes-acquire NAME LEASE                 -> ID                (waits)
+ *   pes-release NAME ID                    -> true | false
+ *   pes-available NAME                     -> N
  * </pre>
  */
 public final class Driver {
@@ -177,6 +197,9 @@ public final class Driver {
             case "hammer":
                 return hammer(c[1], c[2], Integer.parseInt(c[3]), c[4]);
             default:
+                if (c[0].startsWith("sem-") || c[0].startsWith("latch-") || c[0].startsWith("pes-")) {
+                    return synchronizer(c);
+                }
                 break;
         }
         String kind = c[1];
@@ -218,6 +241,73 @@ public final class Driver {
             default:
                 throw new IllegalArgumentException("unknown op " + c[0]);
         }
+    }
+
+    private String synchronizer(String[] c) throws InterruptedException {
+        switch (c[0]) {
+            case "sem-try-set":
+                return String.valueOf(redisson.getSemaphore(c[1]).trySetPermits(Integer.parseInt(c[2])));
+            case "sem-acquire":
+                redisson.getSemaphore(c[1]).acquire(Integer.parseInt(c[2]));
+                return "";
+            case "sem-release":
+                redisson.getSemaphore(c[1]).release(Integer.parseInt(c[2]));
+                return "";
+            case "sem-available":
+                return String.valueOf(redisson.getSemaphore(c[1]).availablePermits());
+            case "sem-hammer":
+                return semHammer(c[1], Integer.parseInt(c[2]), Integer.parseInt(c[3]), c[4]);
+            case "latch-try-set":
+                return String.valueOf(redisson.getCountDownLatch(c[1]).trySetCount(Long.parseLong(c[2])));
+            case "latch-count-down":
+                redisson.getCountDownLatch(c[1]).countDown();
+                return "";
+            case "latch-count":
+                return String.valueOf(redisson.getCountDownLatch(c[1]).getCount());
+            case "latch-await":
+                redisson.getCountDownLatch(c[1]).await();
+                return "";
+            case "pes-try-set":
+                return String.valueOf(
+                        redisson.getPermitExpirableSemaphore(c[1]).trySetPermits(Integer.parseInt(c[2])));
+            case "pes-acquire":
+                return redisson.getPermitExpirableSemaphore(c[1])
+                        .acquire(Long.parseLong(c[2]), TimeUnit.MILLISECONDS);
+            case "pes-release":
+                return String.valueOf(redisson.getPermitExpirableSemaphore(c[1]).tryRelease(c[2]));
+            case "pes-available":
+                return String.valueOf(redisson.getPermitExpirableSemaphore(c[1]).availablePermits());
+            default:
+                throw new IllegalArgumentException("unknown op " + c[0]);
+        }
+    }
+
+    /**
+     * Takes a permit {@code n} times, each time counting itself in {@code PREFIX:inside}
+     * (an RAtomicLong, which redhold's side increments the same way) for a moment: the count
+     * must never pass {@code permits}. Replies the violations, the rounds and the most seen.
+     */
+    private String semHammer(String name, int n, int permits, String prefix)
+            throws InterruptedException {
+        RSemaphore semaphore = redisson.getSemaphore(name);
+        RAtomicLong inside = redisson.getAtomicLong(prefix + ":inside");
+        int violations = 0;
+        long most = 0;
+        for (int i = 0; i < n; i++) {
+            semaphore.acquire();
+            try {
+                long now = inside.incrementAndGet();
+                most = Math.max(most, now);
+                if (now > permits) {
+                    violations++;
+                }
+                Thread.sleep(1);
+                inside.decrementAndGet();
+            } finally {
+                semaphore.release();
+            }
+        }
+        return violations + " " + n + " " + most;
     }
 
     private RLock lock(String kind, String name) {

@@ -1,0 +1,196 @@
+//! How a [`PermitExpirableSemaphore`] hands out permits: the acquire calls
+//! and their one path (numbered requests and a request latch, as for the
+//! plain semaphore: see `acquire.rs`).
+
+use std::time::Duration;
+
+use redis::Value;
+use uuid::Uuid;
+
+use super::expirable::{now_ms, PermitExpirableSemaphore, EXPIRABLE};
+use super::expirable_permit::ExpirablePermit;
+use super::wait::{Look, WaitOn};
+use super::wrong_kind;
+use crate::config::lease_millis;
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::kind::sealed::unexpected_reply;
+use crate::names;
+use crate::scripts;
+
+impl PermitExpirableSemaphore {
+    /// Takes one permit for `lease`, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a zero lease; [`Error::WrongKind`];
+    /// [`Error::Shutdown`]; [`Error::Unreachable`] after the outage
+    /// tolerance; other Redis errors.
+    pub fn acquire(&self, lease: Duration) -> Result<ExpirablePermit> {
+        self.take(lease, None, None)?
+            .ok_or_else(|| unexpected_reply(&self.name, "no permit after an unbounded wait"))
+    }
+
+    /// Takes one permit for `lease` if one is available now.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), without waiting.
+    pub fn try_acquire(&self, lease: Duration) -> Result<Option<ExpirablePermit>> {
+        self.take(lease, Some(Duration::ZERO), None)
+    }
+
+    /// Takes one permit for `lease`, waiting at most `wait`.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire); [`Error::Unreachable`] when `wait`
+    /// ran out while Redis was away.
+    pub fn try_acquire_for(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<ExpirablePermit>> {
+        self.take(lease, Some(wait), None)
+    }
+
+    /// Takes one permit for `lease`, waiting until one comes or
+    /// `interrupt` is triggered ([`Error::Interrupted`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire), and [`Error::Interrupted`].
+    pub fn acquire_interruptibly(
+        &self,
+        lease: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<ExpirablePermit> {
+        self.take(lease, None, Some(interrupt))?
+            .ok_or_else(|| unexpected_reply(&self.name, "no permit after an unbounded wait"))
+    }
+
+    /// The acquire calls' one path: one permit id and one request latch per
+    /// call, every request numbered. A waiter parks until a message or the
+    /// earliest lease end, whichever comes first.
+    fn take(
+        &self,
+        lease: Duration,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<ExpirablePermit>> {
+        let lease_ms = lease_millis(lease)?;
+        self.check_name()?;
+        let engine = self.client.engine();
+        let server = engine.server();
+        server.check_open()?;
+        if interrupt.is_some_and(Interrupt::is_triggered) {
+            return Err(Error::Interrupted {
+                lock: names::shorten(&self.name),
+            });
+        }
+        let _call = engine.enter_call();
+        let id = *Uuid::new_v4().as_bytes();
+        let (latch, latch_ttl) = server.unlock_latch(&self.name, &engine.next_request_id());
+        let (mut sent, mut answered, mut unsynced) = (0u64, 0u64, false);
+        let outcome = WaitOn {
+            engine,
+            name: &self.name,
+            channel: &self.channel,
+        }
+        .until(wait, interrupt, || {
+            let now = now_ms();
+            let reply: Result<Vec<i64>> = server
+                .run_write(
+                    &self.name,
+                    |conn| {
+                        sent += 1;
+                        scripts::EXPIRABLE_ACQUIRE
+                            .key(&*self.name)
+                            .key(&*self.leases)
+                            .key(&*self.channel)
+                            .key(&latch)
+                            .arg(1)
+                            .arg(now.saturating_add(lease_ms))
+                            .arg(now)
+                            .arg(server.publish_command())
+                            .arg(latch_ttl)
+                            .arg(sent)
+                            .arg(&id[..])
+                            .invoke(conn)
+                    },
+                    |reply: &Vec<i64>| reply.first() == Some(&1),
+                )
+                .map_err(|e| wrong_kind(&self.name, EXPIRABLE, e));
+            if matches!(&reply, Ok(_) | Err(Error::ReplicasNotSynced { .. })) {
+                answered = sent;
+            }
+            match reply {
+                Ok(reply) => match reply[..] {
+                    [1, ..] => Ok(Look::Done(())),
+                    // Look again when the earliest lease ends: nobody
+                    // announces that.
+                    [0, ends] if ends > 0 => Ok(Look::Again {
+                        within: Some(Duration::from_millis(
+                            u64::try_from(ends)
+                                .unwrap_or(0)
+                                .saturating_sub(now_ms())
+                                .max(1),
+                        )),
+                    }),
+                    [0, ..] => Ok(Look::Again { within: None }),
+                    _ => Err(unexpected_reply(&self.name, &reply)),
+                },
+                Err(e) => {
+                    unsynced |= matches!(e, Error::ReplicasNotSynced { .. });
+                    Err(e)
+                }
+            }
+        });
+        let unsure = sent > answered || unsynced;
+        match outcome {
+            Ok(Some(())) if server.is_closed() => {
+                let _back = server.giving_back();
+                if let Err(e) = self.give(&id) {
+                    log::warn!(
+                        "redhold: semaphore {:?}: a permit taken as the client shut down was \
+                         not given back (its lease will end): {e}",
+                        names::shorten(&self.name)
+                    );
+                }
+                Err(Error::Shutdown)
+            }
+            Ok(Some(())) => Ok(Some(ExpirablePermit::new(self.clone(), id))),
+            outcome => {
+                if unsure {
+                    self.give_back_unsure(&id, &latch, latch_ttl);
+                }
+                outcome.map(|_| None)
+            }
+        }
+    }
+
+    /// Ends a call that returns without its permit while a request went
+    /// unanswered (see `lua/expirable_give_back.lua`). Best effort: a
+    /// permit it cannot give back goes back when its lease ends.
+    fn give_back_unsure(&self, id: &[u8; 16], latch: &str, latch_ttl: u64) {
+        let server = self.client.engine().server();
+        let given = server.run_cleanup(|conn| {
+            scripts::EXPIRABLE_GIVE_BACK
+                .key(&*self.name)
+                .key(&*self.leases)
+                .key(&*self.channel)
+                .key(latch)
+                .arg(server.publish_command())
+                .arg(latch_ttl)
+                .arg(&id[..])
+                .invoke::<Value>(conn)
+        });
+        if let Err(e) = given {
+            log::warn!(
+                "redhold: semaphore {:?}: an acquire whose reply was lost may keep a permit \
+                 until its lease ends: {e}",
+                names::shorten(&self.name)
+            );
+        }
+    }
+}

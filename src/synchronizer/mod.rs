@@ -1,0 +1,121 @@
+//! Redisson's synchronizers beside the locks: the [`Semaphore`] (with its
+//! [`Permit`] guard) and the [`CountDownLatch`].
+//!
+//! Each is one string key holding a count, in Redisson's layout (see
+//! `docs/wire-format.md`), changed by one Lua script per operation and
+//! announced on the name's channel. Waiters use the client's pub/sub like
+//! lock waiters do, with one difference: a message on a synchronizer's
+//! channel wakes every local waiter of the name once (see
+//! `pubsub/subscriber.rs`), because it does not say who may go on — a
+//! semaphore's message is the number of permits available, which a waiter
+//! for many permits may not be able to use while one for few can.
+//!
+//! - `wait.rs`: the waiting loop both share.
+//! - `semaphore.rs`, `acquire.rs` and `permit.rs`: `RSemaphore`.
+//! - `expirable.rs`, `expirable_acquire.rs` and `expirable_permit.rs`:
+//!   `RPermitExpirableSemaphore`.
+//! - `latch.rs`: `RCountDownLatch`.
+
+mod acquire;
+mod expirable;
+mod expirable_acquire;
+mod expirable_permit;
+mod latch;
+mod permit;
+mod semaphore;
+mod wait;
+
+pub use expirable::PermitExpirableSemaphore;
+pub use expirable_permit::ExpirablePermit;
+pub use latch::CountDownLatch;
+pub use permit::Permit;
+pub use semaphore::Semaphore;
+
+use crate::error::{Error, Result};
+use crate::names;
+
+/// What a name that holds something else than a count is reported as
+/// holding when Redis itself refuses the command (`WRONGTYPE`).
+const NOT_A_COUNT: &str = "a value that is not a count (a lock, or another Redis type)";
+
+/// Turns Redis' `WRONGTYPE` and our scripts' `WRONGKIND` into
+/// [`Error::WrongKind`] for the synchronizer called `name`, of kind
+/// `expected` ("semaphore", "count-down latch"); other errors pass.
+fn wrong_kind(name: &str, expected: &'static str, e: Error) -> Error {
+    if let Error::Redis(inner) = &e {
+        if inner.code() == Some("WRONGTYPE") {
+            return Error::WrongKind {
+                lock: names::shorten(name),
+                expected,
+                found: NOT_A_COUNT.to_owned(),
+            };
+        }
+    }
+    crate::kind::wrong_kind(name, expected, e)
+}
+
+/// Reads a synchronizer's count with `GET`: 0 when the key is absent,
+/// negative counts (a Java `addPermits` with a negative number) as 0.
+fn read_count(value: Option<String>, name: &str, expected: &'static str) -> Result<u64> {
+    let Some(text) = value else {
+        return Ok(0);
+    };
+    match text.parse::<i64>() {
+        Ok(count) => Ok(u64::try_from(count).unwrap_or(0)),
+        Err(_) => Err(Error::WrongKind {
+            lock: names::shorten(name),
+            expected,
+            found: "a string that is not a count".to_owned(),
+        }),
+    }
+}
+
+/// Checks a number of permits asked for: at least one, and at most what a
+/// Java `int` holds (Redisson's clients count permits in one).
+fn check_permits(permits: u32) -> Result<u32> {
+    if permits == 0 {
+        return Err(Error::InvalidArgument {
+            what: "permits",
+            reason: "the number of permits must be at least 1".to_owned(),
+        });
+    }
+    if i32::try_from(permits).is_err() {
+        return Err(Error::InvalidArgument {
+            what: "permits",
+            reason: format!(
+                "{permits} permits is more than {} (Redisson counts permits in a Java int)",
+                i32::MAX
+            ),
+        });
+    }
+    Ok(permits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_read_absent_as_zero_and_refuse_other_strings() {
+        assert_eq!(read_count(None, "s", "semaphore").unwrap(), 0);
+        assert_eq!(read_count(Some("7".into()), "s", "semaphore").unwrap(), 7);
+        assert_eq!(read_count(Some("-3".into()), "s", "semaphore").unwrap(), 0);
+        assert!(matches!(
+            read_count(Some("x".into()), "s", "semaphore"),
+            Err(Error::WrongKind { .. })
+        ));
+    }
+
+    #[test]
+    fn permits_are_checked() {
+        assert!(matches!(
+            check_permits(0),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            check_permits(u32::MAX),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert_eq!(check_permits(3).unwrap(), 3);
+    }
+}
