@@ -54,6 +54,8 @@ scripts! {
     RW_FORCE_RELEASE => "rw_force_release.lua";
     /// Reads one lock of any kind in full, changing nothing.
     INSPECT => "inspect.lua";
+    /// Reads a semaphore's or a latch's keys, changing nothing.
+    INSPECT_COUNTER => "inspect_counter.lua";
     /// Takes permits from a semaphore, once per acquire call.
     SEMAPHORE_ACQUIRE => "semaphore_acquire.lua";
     /// Gives back permits an acquire call took without returning them.

@@ -65,18 +65,28 @@ impl Interleaved {
 /// `n` iterations (after `n / 10` of warm-up), each a raw pair and a
 /// library pair in alternating order.
 pub(crate) fn pairs(url: &str, client: &Client, prefix: &str, n: usize) -> Interleaved {
+    let lock = client.lock(format!("{prefix}:lib:interleaved"));
+    with_raw_pairs(url, prefix, n, || {
+        let t0 = Instant::now();
+        drop(lock.lock().expect("lock()"));
+        t0.elapsed()
+    })
+}
+
+/// `n` iterations (after `n / 10` of warm-up), each a raw pair and one
+/// timed `lib_pair` in alternating order.
+pub(crate) fn with_raw_pairs(
+    url: &str,
+    prefix: &str,
+    n: usize,
+    mut lib_pair: impl FnMut() -> Duration,
+) -> Interleaved {
     let mut con = raw_conn(url);
     let raw = RawLock::new(format!("{prefix}:raw:interleaved"), "raw-client:1".into());
-    let lock = client.lock(format!("{prefix}:lib:interleaved"));
     let mut raw_pair = || {
         let t0 = Instant::now();
         assert_eq!(raw.try_acquire(&mut con), None, "raw acquire failed");
         assert_eq!(raw.release(&mut con), Some(1), "raw release failed");
-        t0.elapsed()
-    };
-    let lib_pair = || {
-        let t0 = Instant::now();
-        drop(lock.lock().expect("lock()"));
         t0.elapsed()
     };
     let mut out = Interleaved {

@@ -16,7 +16,8 @@
 //!    (`contention`), two clients x 4 threads on one name: each client's
 //!    share and handoffs/s (`share`), 64 parked threads (CPU, `parked`),
 //!    watchdog with 10,000 held locks (round trips per renewal pass) and
-//!    the RSS those locks add (`watchdog`).
+//!    the RSS those locks add (`watchdog`); the semaphore's uncontended
+//!    pair and its release to a parked waiter (`synchronizers`).
 //! 3. Peers: the uncontended lock + unlock pair of redhold, raw, rslock,
 //!    rlock and redis-lock, from the `peers` binary of `benches/peers` run
 //!    as a subprocess on the same server (`peers`; left out, with the
@@ -64,6 +65,7 @@ mod rounds;
 mod server;
 mod share;
 mod stats;
+mod synchronizers;
 mod table;
 mod targets;
 mod uncontended;
@@ -110,6 +112,7 @@ fn main() {
     let fair = contention::fairness(&client, &prefix);
     let share = share::two_clients(&url, &prefix);
     let parked = parked::cpu(&client, &prefix);
+    let semaphores = synchronizers::measure(&url, &client, &other, &prefix, samples / 2);
     let _ = other.shutdown();
     let _ = client.shutdown();
     // Other lock crates side by side (a subprocess, `benches/peers`).
@@ -127,6 +130,7 @@ fn main() {
         parked,
         wd,
         peers,
+        semaphores,
     };
 
     // The table, the JSON object and the files; the JSON line comes last.

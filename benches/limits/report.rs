@@ -29,6 +29,7 @@ pub(crate) struct Figures {
     pub(crate) parked: Parked,
     pub(crate) wd: Watchdog,
     pub(crate) peers: Peers,
+    pub(crate) semaphores: crate::synchronizers::Semaphores,
 }
 
 /// The first keys: the server and the run's settings.
@@ -99,6 +100,7 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
         parked.acquired_after as f64,
     );
     f.wd.to_json(j);
+    crate::synchronizers::to_json(j, &f.semaphores);
     peers::to_json(j, &f.peers);
 }
 

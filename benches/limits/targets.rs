@@ -58,6 +58,7 @@ pub(crate) fn table(f: &Figures) -> Table {
         true,
     );
     idle::rows(&mut t, lat, &f.long_idle);
+    crate::synchronizers::rows(&mut t, lat, &f.semaphores);
     t.lat_row(
         "cold handoff: release->acquired",
         &cold.release_to_acquired,

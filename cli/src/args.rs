@@ -107,10 +107,16 @@ pub(crate) enum Command {
     /// One line each: name, kind, mode, holders, TTL, waiters (for a fair
     /// lock its queue; for the other kinds the client connections listening
     /// for its release). Found with SCAN, on every master of a cluster.
+    /// With --counters, the semaphores and count-down latches instead.
     List {
-        /// Only lock names matching this Redis glob pattern.
+        /// Only names matching this Redis glob pattern.
         #[arg(default_value = "*")]
         pattern: String,
+        /// List semaphores and count-down latches (every number stored
+        /// under a matching name: Redis cannot tell the two apart) and
+        /// permit-expirable semaphores with their permits out.
+        #[arg(long, conflicts_with = "json_lines")]
+        counters: bool,
         /// One JSON array of the locks, each as `show --json` prints it
         /// (`[]` when none matches).
         #[arg(long, conflicts_with = "json_lines")]
@@ -122,7 +128,9 @@ pub(crate) enum Command {
     /// Show one lock in full.
     ///
     /// Kind, mode, holders, TTL, fair queue, listeners, fencing token. A
-    /// name that holds no lock shows as not locked (exit code 0).
+    /// name that holds no lock shows as not locked (exit code 0). A name
+    /// that holds a semaphore or a count-down latch shows its number, and
+    /// a permit-expirable semaphore its permits out with their leases.
     Show {
         /// The lock's name.
         name: String,

@@ -10,7 +10,7 @@ use redhold::Client;
 use crate::args::{Cli, Command, Connection};
 use crate::credentials::Credentials;
 use crate::failure::{Failure, NOT_CONFIRMED, USAGE};
-use crate::{escape, json, text};
+use crate::{counters, escape, json, text};
 
 /// The server used when neither --url, REDIS_URL, --cluster nor --sentinel
 /// names one.
@@ -22,8 +22,15 @@ pub(crate) fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::List {
             pattern,
+            counters: true,
+            json,
+            ..
+        } => list_counters(&client, &pattern, json),
+        Command::List {
+            pattern,
             json,
             json_lines,
+            ..
         } => list(&client, &pattern, Format::pick(json, json_lines)),
         Command::Show { name, json } => show(&client, &name, json),
         Command::ForceUnlock { name, yes } => force_unlock(&client, &name, yes),
@@ -105,8 +112,36 @@ fn list(client: &Client, pattern: &str, format: Format) -> Result<(), Failure> {
     Ok(())
 }
 
+fn list_counters(client: &Client, pattern: &str, as_json: bool) -> Result<(), Failure> {
+    let found = client.list_counters(pattern)?;
+    let mut out = io::stdout().lock();
+    if as_json {
+        print_line(&mut out, &counters::json_array(&found))
+    } else if found.is_empty() {
+        eprintln!("no semaphore or latch matches {pattern:?}");
+        Ok(())
+    } else {
+        print_line(&mut out, &counters::table(&found))
+    }
+}
+
 fn show(client: &Client, name: &str, as_json: bool) -> Result<(), Failure> {
-    let info = client.inspect(name)?;
+    let info = match client.inspect(name) {
+        Ok(info) => info,
+        // Not a lock: a semaphore or a latch, maybe.
+        Err(not_a_lock @ redhold::Error::WrongKind { .. }) => {
+            let Some(counter) = client.inspect_counter(name).ok().flatten() else {
+                return Err(not_a_lock.into());
+            };
+            let rendered = if as_json {
+                counters::json(&counter)
+            } else {
+                counters::show(&counter)
+            };
+            return print_line(&mut io::stdout().lock(), &rendered);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let rendered = if as_json {
         json::lock(&info)
     } else {

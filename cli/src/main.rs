@@ -9,6 +9,7 @@
 
 mod args;
 mod commands;
+mod counters;
 mod credentials;
 mod escape;
 mod failure;

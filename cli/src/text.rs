@@ -86,8 +86,13 @@ pub(crate) fn table(locks: &[LockInfo]) -> String {
             waiters(info).to_string(),
         ]);
     }
-    let mut widths = [0usize; 6];
-    for row in &rows {
+    columns(&rows)
+}
+
+/// Rows as columns as wide as their longest cell, two spaces apart.
+pub(crate) fn columns<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.width());
         }

@@ -29,11 +29,13 @@
 //! | anything else | [`Kind::Lock`] (plain and spin locks; also a fair lock nobody waits for) |
 
 mod clients;
+mod counters;
 mod info;
 mod pattern;
 mod scan;
 mod snapshot;
 
+pub use counters::{CounterInfo, PermitOut};
 pub use info::{Holder, Kind, LockInfo, Mode, Waiter};
 
 use crate::client::Client;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use redis::{ConnectionLike, RedisResult};
 
 use super::pattern;
-use super::snapshot::QUEUE_PREFIX;
+use super::snapshot::{QUEUE_PREFIX, TOKEN_PREFIX};
 use crate::error::Result;
 use crate::server::Server;
 
@@ -17,23 +17,81 @@ const PAGE: usize = 1000;
 /// queue exists and whose name matches it: candidates, each still to be
 /// read to know whether it is a lock.
 pub(super) fn lock_names(server: &Server, pattern: &str) -> Result<BTreeSet<String>> {
+    on_every_master(server, |conn| collect(conn, pattern))
+}
+
+/// The names that may hold a semaphore or a count-down latch: every string
+/// matching `pattern` but the library's helper keys, and the name of every
+/// permit-expirable semaphore whose permit set (`{name}:timeout`) exists
+/// and whose name matches it.
+pub(super) fn counter_names(server: &Server, pattern: &str) -> Result<BTreeSet<String>> {
+    on_every_master(server, |conn| collect_counters(conn, pattern))
+}
+
+/// Runs `collect` on every server that holds keys and merges what it finds.
+fn on_every_master(
+    server: &Server,
+    collect: impl Fn(&mut dyn ConnectionLike) -> RedisResult<BTreeSet<String>>,
+) -> Result<BTreeSet<String>> {
     #[cfg(feature = "cluster")]
     if server.is_cluster() {
         server.check_open()?;
         let mut names = BTreeSet::new();
         for (address, mut conn) in server.connect_masters()? {
-            let found =
-                collect(&mut conn, pattern).map_err(|source| crate::error::Error::Connect {
-                    url: format!("cluster node {address}"),
-                    source,
-                })?;
+            let found = collect(&mut conn).map_err(|source| crate::error::Error::Connect {
+                url: format!("cluster node {address}"),
+                source,
+            })?;
             names.extend(found);
         }
         return Ok(names);
     }
     // Every pooled connection reaches the same server; a scan cut short by
     // a dropped connection starts again on the next.
-    server.run(|conn| collect(conn, pattern))
+    server.run(|conn| collect(conn))
+}
+
+/// The counter candidates on the server behind `conn`.
+fn collect_counters(conn: &mut dyn ConnectionLike, pattern: &str) -> RedisResult<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    scan(conn, pattern, "string", |_, page| {
+        let found = page
+            .into_iter()
+            .filter_map(|key| String::from_utf8(key).ok())
+            .filter(|key| !is_helper_string(key));
+        names.extend(found);
+        Ok(())
+    })?;
+    scan(conn, "*:timeout", "zset", |_, page| {
+        let found = page
+            .into_iter()
+            .filter_map(|key| String::from_utf8(key).ok())
+            .filter_map(|key| name_of_permit_set(&key))
+            .filter(|name| pattern::matches(pattern.as_bytes(), name.as_bytes()));
+        names.extend(found);
+        Ok(())
+    })?;
+    Ok(names)
+}
+
+/// Whether a string key is one of the library's own helpers: a request or
+/// unlock latch, a fencing token counter, a read hold's timeout key.
+fn is_helper_string(key: &str) -> bool {
+    key.starts_with("redisson_unlock_latch:")
+        || key.starts_with(TOKEN_PREFIX)
+        || key.contains(":rwlock_timeout:")
+}
+
+/// The semaphore name of a permit set `{name}:timeout`, or `name:timeout`
+/// for a name with its own hash tag (see `names::suffixed`).
+fn name_of_permit_set(key: &str) -> Option<String> {
+    let rest = key.strip_suffix(":timeout")?;
+    if let Some(inner) = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+        if !inner.contains('{') && !inner.is_empty() {
+            return Some(inner.to_owned());
+        }
+    }
+    rest.contains('{').then(|| rest.to_owned())
 }
 
 /// The candidate names on the server behind `conn`.
@@ -140,7 +198,7 @@ fn name_of_helper(prefix: &str, key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{holder_or_mode, name_of_helper};
+    use super::{holder_or_mode, is_helper_string, name_of_helper, name_of_permit_set};
 
     #[test]
     fn only_holder_ids_and_mode_make_a_hash_a_candidate() {
@@ -170,6 +228,18 @@ mod tests {
             Some("a}b")
         );
         assert_eq!(name_of_helper(q, "redisson_lock_queue:plain"), None);
+        assert_eq!(
+            name_of_permit_set("{pool}:timeout").as_deref(),
+            Some("pool")
+        );
+        assert_eq!(
+            name_of_permit_set("{p}:1:timeout").as_deref(),
+            Some("{p}:1")
+        );
+        assert_eq!(name_of_permit_set("plain:timeout"), None);
+        assert!(is_helper_string("redisson_unlock_latch:{x}:id:1"));
+        assert!(is_helper_string("{x}:id:1:rwlock_timeout:1"));
+        assert!(!is_helper_string("permits"));
         assert_eq!(name_of_helper(q, "other:{x}"), None);
     }
 }

@@ -15,7 +15,7 @@ use crate::server::Server;
 /// The prefixes of a lock's helpers (see `docs/wire-format.md`).
 pub(super) const QUEUE_PREFIX: &str = "redisson_lock_queue";
 const DEADLINES_PREFIX: &str = "redisson_lock_timeout";
-const TOKEN_PREFIX: &str = "redisson_lock_token";
+pub(super) const TOKEN_PREFIX: &str = "redisson_lock_token";
 const RW_CHANNEL_PREFIX: &str = "redisson_rwlock";
 
 /// The suffix of a read-write lock's writer field.
