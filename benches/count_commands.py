@@ -16,6 +16,7 @@ both) is printed beside as a cross-check.
 Usage (from the repository root):  python3 benches/count_commands.py
   [--no-redisson]  skip Redisson (no java/mvn needed)
   [--details]      also print every scenario's commands by name
+  [--log FILE]     write the whole MONITOR log to FILE
 Needs redis-server and cargo on PATH; java 17+ and mvn for Redisson.
 Takes about two minutes.
 """
@@ -368,6 +369,9 @@ def main():
             for scenario, calls in redisson(server, control, jar).items():
                 stats[("redisson", scenario)] = calls
         time.sleep(0.5)  # the last MONITOR lines
+        if "--log" in sys.argv:
+            with open(sys.argv[sys.argv.index("--log") + 1], "w") as f:
+                f.write("\n".join(monitor.lines) + "\n")
         results = {}
         for tag, sent, inner in segments(list(monitor.lines)):
             _, _, lib, scenario, ops = tag.split(":")
