@@ -17,8 +17,13 @@
 //! `rounds` and `dbsize` (keys in the URL's database at the end).
 //! Progress goes to stderr. Run by `cargo bench --bench limits`, which
 //! folds the figures into its table.
+//!
+//! `peers --count <redis-url> [library]` counts commands instead (`count`):
+//! run by benches/count_commands.py.
 
 mod contenders;
+mod count;
+mod count_peers;
 mod others;
 #[path = "../../common/raw_lua.rs"]
 mod raw_lua;
@@ -34,6 +39,16 @@ pub(crate) const TTL: Duration = Duration::from_secs(30);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--count") {
+        // `peers --count <redis-url> [library]`: commands per operation
+        // (count.rs), run by benches/count_commands.py.
+        let Some(url) = args.get(1) else {
+            eprintln!("usage: peers --count <redis-url> [library]");
+            std::process::exit(2);
+        };
+        count::run(url, args.get(2).map(String::as_str));
+        return;
+    }
     let (Some(url), Some(samples)) = (
         args.first(),
         args.get(1).and_then(|s| s.parse::<usize>().ok()),

@@ -59,6 +59,8 @@ import org.redisson.config.Config;
  *   section KIND NAME LABEL LIST HOLD      -> lock; RPUSH LIST LABEL; sleep HOLD; unlock
  *   hammer KIND NAME N PREFIX              -> VIOLATIONS SECTIONS MAX-WAIT-US MEDIAN-WAIT-US
  *                                             TIMES [FIRST-VIOLATION]
+ *   loop KIND NAME N DEPTH HOLD            -> N times: lock DEPTH times, sleep HOLD, unlock DEPTH
+ *                                             times (benches/count_commands.py counts these)
  *   ID - exit                              -> shuts Redisson down and exits
  * </pre>
  *
@@ -196,6 +198,9 @@ public final class Driver {
                 return "";
             case "hammer":
                 return hammer(c[1], c[2], Integer.parseInt(c[3]), c[4]);
+            case "loop":
+                loop(c[1], c[2], Integer.parseInt(c[3]), Integer.parseInt(c[4]), Long.parseLong(c[5]));
+                return "";
             default:
                 if (c[0].startsWith("sem-") || c[0].startsWith("latch-") || c[0].startsWith("pes-")) {
                     return synchronizer(c);
@@ -326,6 +331,23 @@ public final class Driver {
             }
             default -> throw new IllegalArgumentException("unknown kind " + kind);
         };
+    }
+
+    /** Critical sections and nothing else, so that the commands they send can be counted. */
+    private void loop(String kind, String name, int n, int depth, long holdMs)
+            throws InterruptedException {
+        RLock lock = lock(kind, name);
+        for (int i = 0; i < n; i++) {
+            for (int d = 0; d < depth; d++) {
+                lock.lock();
+            }
+            if (holdMs > 0) {
+                Thread.sleep(holdMs);
+            }
+            for (int d = 0; d < depth; d++) {
+                lock.unlock();
+            }
+        }
     }
 
     private void section(String kind, String name, String label, String list, long holdMs)
