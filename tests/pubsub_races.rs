@@ -278,7 +278,8 @@ mod cluster {
             guard.unlock().map_err(|e| e.to_string())?;
             Ok::<_, String>(got_it)
         });
-        blocked.assert_running_for(BLOCKED_FOR);
+        // (With the waiter's result in the message if it gave up.)
+        blocked.assert_parked_for(BLOCKED_FOR);
         if server_version().has_sharded_pubsub() {
             let refused = info(&mut admin, "stats", "rejected_connections") - refused_before;
             assert!(

@@ -545,7 +545,11 @@ fn a_write_release_wakes_every_waiting_reader() {
     // Every reader tried and parked (one or two attempts each: a reader
     // whose channel was already subscribed may skip the second).
     let parked = bounded::wait_until(PROMPTLY, || {
-        clients.iter().map(|c| c.stats().parked_waiters).sum::<usize>() == READERS
+        clients
+            .iter()
+            .map(|c| c.stats().parked_waiters)
+            .sum::<usize>()
+            == READERS
     });
     assert!(
         parked.is_some(),
