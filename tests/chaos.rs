@@ -260,7 +260,7 @@ impl Faults {
 
 #[test]
 fn mutual_exclusion_holds_while_connections_die_and_the_server_stalls() {
-    let server = RedisServer::start_with_args(&["--enable-debug-command", "yes"]);
+    let server = RedisServer::start_with_args(support::server_version().debug_command_args());
     let url = server.url();
     let workers: Vec<ChildTest> = (0..PROCESSES)
         .map(|p| {

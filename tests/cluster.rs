@@ -2,6 +2,10 @@
 //! each master: exclusion and hand-over, wake-ups over sharded pub/sub (and
 //! classic pub/sub when asked), renewal on every node, and Redisson's
 //! sharded wire format. Each test forms a cluster of its own (about 3 s).
+//!
+//! Sharded pub/sub needs Redis 7 (or Valkey): on a Redis 6.2 cluster the
+//! same tests check that the library falls back to classic pub/sub, and
+//! that the fallback is what Redisson does there (see `support::version`).
 #![cfg(feature = "cluster")]
 
 mod bounded;
@@ -11,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use redhold::{Client, ClientBuilder, Lock, LockKind};
 use support::cluster::RedisCluster;
-use support::RedisServer;
+use support::{server_version, RedisServer};
 
 /// Generous bound for anything that should take milliseconds; far below the
 /// 30 s watchdog timeout, so meeting it proves a wake-up, not an expiry.
@@ -46,10 +50,32 @@ fn exists(cluster: &RedisCluster, key: &str) -> bool {
     cluster.cmd_for_key::<i64>(key, &["EXISTS", key]) == 1
 }
 
-/// How many connections listen on `channel` with SSUBSCRIBE, per its owner.
+/// Whether the cluster's servers have sharded pub/sub (Redis 7+, Valkey),
+/// and so whether waiters should listen with SSUBSCRIBE (else SUBSCRIBE).
+fn sharded() -> bool {
+    server_version().has_sharded_pubsub()
+}
+
+/// How many connections listen on `channel` with SSUBSCRIBE, per its owner;
+/// none on a server without sharded pub/sub (Redis 6.2).
 fn shard_subscribers(cluster: &RedisCluster, channel: &str) -> i64 {
+    if !sharded() {
+        return 0;
+    }
     let reply: (String, i64) = cluster.cmd_for_key(channel, &["PUBSUB", "SHARDNUMSUB", channel]);
     reply.1
+}
+
+/// How many connections listen on `channel` the way a waiter of a default
+/// client should on these servers: with SSUBSCRIBE on the slot's owner
+/// where they have sharded pub/sub, with SUBSCRIBE on any node where they
+/// have not.
+fn waiter_subscribers(cluster: &RedisCluster, channel: &str) -> i64 {
+    if sharded() {
+        shard_subscribers(cluster, channel)
+    } else {
+        classic_subscribers(cluster, channel)
+    }
 }
 
 /// How many connections listen on `channel` with SUBSCRIBE, on all nodes.
@@ -198,24 +224,28 @@ fn wake_up_time(
     got_it.saturating_duration_since(released)
 }
 
+/// Redis 7 (or Valkey) everywhere: the waiter listens with SSUBSCRIBE on
+/// the slot's owner, and not with SUBSCRIBE anywhere. Redis 6.2: it falls
+/// back to SUBSCRIBE (on one node; classic messages reach every node).
 #[test]
-fn a_waiter_is_woken_over_sharded_pubsub_on_every_master() {
+fn a_waiter_is_woken_over_sharded_pubsub_or_its_fallback_on_every_master() {
     let cluster = RedisCluster::start(3);
     let (holder, waiter) = (client(&cluster), client(&cluster));
     assert_eq!(holder.watchdog_timeout(), Duration::from_secs(30));
     for name in cluster.names_on_each_master("wake") {
         let channel = channel_of(&name);
         let took = wake_up_time(&holder, &waiter, &name, || {
-            // Redis 7 everywhere: the waiter listens with SSUBSCRIBE on the
-            // slot's owner, and not with SUBSCRIBE anywhere.
             let subscribed =
-                bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) == 1);
+                bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) == 1);
             assert!(
                 subscribed.is_some(),
-                "{channel}: {} sharded subscribers on its owner, expected 1",
-                shard_subscribers(&cluster, &channel)
+                "{channel}: {} subscribers (sharded pub/sub: {}), expected 1",
+                waiter_subscribers(&cluster, &channel),
+                sharded()
             );
-            assert_eq!(classic_subscribers(&cluster, &channel), 0, "{channel}");
+            if sharded() {
+                assert_eq!(classic_subscribers(&cluster, &channel), 0, "{channel}");
+            }
         });
         // Far below the 30 s TTL the waiter would otherwise sleep out.
         assert!(took < PROMPTLY, "{name}: woken {took:?} after the release");
@@ -394,17 +424,18 @@ fn waiters_and_renewals_follow_a_slot_that_moves() {
     });
     blocked.assert_running_for(BLOCKED_FOR);
     assert!(
-        bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) == 1).is_some(),
+        bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) == 1).is_some(),
         "the waiter does not listen on {channel} on node {}",
         cluster.node_for_key(&name)
     );
 
     // The old owner drops its sharded subscribers of the slot; the waiter
-    // must subscribe again on the new owner.
+    // must subscribe again on the new owner. (A classic subscription, on
+    // Redis 6.2, does not depend on the slot and stays where it is.)
     cluster.move_slot(slot, 1);
     assert_eq!(cluster.node_for_key(&name), 1);
     assert!(
-        bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) == 1).is_some(),
+        bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) == 1).is_some(),
         "the waiter did not subscribe to {channel} again on its new owner"
     );
     // Renewals find the key on its new owner: two timeouts later it lives.
@@ -464,7 +495,7 @@ fn waiter_follows_its_slot_through(
     });
     blocked.assert_parked_for(BLOCKED_FOR);
     assert!(
-        bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) == 1).is_some(),
+        bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) == 1).is_some(),
         "the waiter does not listen on {channel} on node {old_master}"
     );
     // Both holds are on the replica before the failover: neither may be
@@ -479,19 +510,22 @@ fn waiter_follows_its_slot_through(
     // It listens in the shard that serves the slot now: on the promoted
     // replica, or on the old master when that stayed up as its replica and
     // kept the subscription (seen with Redis 7.0): shard messages reach a
-    // shard's replicas too, as the prompt wake-up below shows.
+    // shard's replicas too, as the prompt wake-up below shows. Classic
+    // pub/sub (Redis 6.2) listens once, on any node that is up.
+    let numsub = if sharded() { "SHARDNUMSUB" } else { "NUMSUB" };
     let per_node = || -> Vec<i64> {
         (0..cluster.len())
             .map(|i| {
                 cluster
                     .node(i)
-                    .try_cmd::<(String, i64)>(&["PUBSUB", "SHARDNUMSUB", &channel])
+                    .try_cmd::<(String, i64)>(&["PUBSUB", numsub, &channel])
                     .map_or(0, |reply| reply.1)
             })
             .collect()
     };
     let in_the_shard = |counts: &[i64]| {
-        counts.iter().sum::<i64>() == 1 && counts[new_master] + counts[old_master] == 1
+        counts.iter().sum::<i64>() == 1
+            && (!sharded() || counts[new_master] + counts[old_master] == 1)
     };
     assert!(
         bounded::wait_until(PROMPTLY, || in_the_shard(&per_node())).is_some(),
@@ -543,17 +577,27 @@ fn a_parked_waiter_follows_its_slot_when_its_master_dies() {
     waiter_follows_its_slot_through("master-dies", RedisCluster::kill_master);
 }
 
+/// Both sides make the same choice (docs/wire-format.md): SPUBLISH and
+/// SSUBSCRIBE on the slot's owner where every master has sharded pub/sub
+/// (Redis 7+, Valkey), PUBLISH and SUBSCRIBE where they have not (Redis
+/// 6.2, where Redisson's `AUTO` mode falls back to classic pub/sub too).
 #[test]
 fn sharded_wake_ups_match_redisson_on_the_wire() {
     let cluster = RedisCluster::start(3);
     let client = client(&cluster);
+    let (subscribe, message, publish) = if sharded() {
+        ("SSUBSCRIBE", "smessage", "SPUBLISH")
+    } else {
+        ("SUBSCRIBE", "message", "PUBLISH")
+    };
     for name in cluster.names_on_each_master("wire") {
         let channel = channel_of(&name);
         let owner = cluster.owner_of(&name);
 
         // Our release is announced with SPUBLISH "0" on the slot's owner,
-        // where a Redisson waiter listens with SSUBSCRIBE.
-        let mut raw = RawSubscriber::new(owner, "SSUBSCRIBE", &channel);
+        // where a Redisson waiter listens with SSUBSCRIBE (or with their
+        // classic counterparts).
+        let mut raw = RawSubscriber::new(owner, subscribe, &channel);
         client
             .lock(&name)
             .lock()
@@ -562,7 +606,7 @@ fn sharded_wake_ups_match_redisson_on_the_wire() {
             .expect("unlock");
         assert_eq!(
             raw.next_message(PROMPTLY),
-            Some(("smessage".into(), channel.clone(), "0".into())),
+            Some((message.into(), channel.clone(), "0".into())),
             "release of {name} on its owner node"
         );
 
@@ -577,12 +621,12 @@ fn sharded_wake_ups_match_redisson_on_the_wire() {
         });
         waiter.assert_running_for(BLOCKED_FOR);
         assert!(
-            bounded::wait_until(PROMPTLY, || shard_subscribers(&cluster, &channel) >= 2).is_some(),
-            "our waiter does not listen on {channel} with SSUBSCRIBE"
+            bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) >= 2).is_some(),
+            "our waiter does not listen on {channel} with {subscribe}"
         );
         let _: () = owner.cmd(&["DEL", &name]);
-        let heard: i64 = owner.cmd(&["SPUBLISH", &channel, "0"]);
-        assert!(heard >= 1, "SPUBLISH reached {heard} subscribers");
+        let heard: i64 = owner.cmd(&[publish, &channel, "0"]);
+        assert!(heard >= 1, "{publish} reached {heard} subscribers");
         waiter
             .join_within(PROMPTLY)
             .unwrap_or_else(|e| panic!("waiter on {name}: {e}"));

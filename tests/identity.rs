@@ -50,16 +50,9 @@ fn a_holder_without_a_live_connection_has_no_identity() {
 #[test]
 fn a_user_who_may_not_name_connections_still_locks() {
     let server = RedisServer::start();
+    let refused = support::server_version().acl_refusing_client_setname();
     let () = server.cmd(&[
-        "ACL",
-        "SETUSER",
-        "plain",
-        "on",
-        ">pw",
-        "~*",
-        "&*",
-        "+@all",
-        "-client|setname",
+        "ACL", "SETUSER", "plain", "on", ">pw", "~*", "&*", "+@all", refused,
     ]);
     let url = format!("redis://plain:pw@127.0.0.1:{}/", server.port());
     let client = Client::builder().url(&url).name("unnamed").build().unwrap();

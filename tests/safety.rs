@@ -279,7 +279,7 @@ fn a_fair_waiter_leaves_the_queue_when_its_client_shuts_down() {
 /// (the server stalled past the response timeout) leaves the queue too.
 #[test]
 fn a_fair_waiter_whose_first_reply_was_lost_leaves_the_queue() {
-    let server = RedisServer::start_with_args(&["--enable-debug-command", "yes"]);
+    let server = RedisServer::start_with_args(support::server_version().debug_command_args());
     let _guard = server.client().fair_lock("lost-reply").lock().unwrap();
     let client = server
         .builder()
@@ -316,7 +316,7 @@ fn a_fair_waiter_whose_first_reply_was_lost_leaves_the_queue() {
 /// out).
 #[test]
 fn an_acquire_counted_twice_is_given_back() {
-    let server = RedisServer::start_with_args(&["--enable-debug-command", "yes"]);
+    let server = RedisServer::start_with_args(support::server_version().debug_command_args());
     let client = server
         .builder()
         .response_timeout(Duration::from_millis(500))

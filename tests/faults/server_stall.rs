@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::bounded::{self, Bounded};
 use crate::common::PROMPTLY;
-use crate::support::RedisServer;
+use crate::support::{server_version, RedisServer};
 use redhold::{Lock, LockKind};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
@@ -20,7 +20,7 @@ const RETRY_DELAY: Duration = Duration::from_millis(50);
 const STALL_SETTLES: Duration = Duration::from_millis(150);
 
 fn debuggable_server() -> RedisServer {
-    RedisServer::start_with_args(&["--enable-debug-command", "yes"])
+    RedisServer::start_with_args(server_version().debug_command_args())
 }
 
 /// Blocks the whole server for `duration` with `DEBUG SLEEP`, sent from a

@@ -27,7 +27,7 @@ use crate::model::Model;
 use crate::oracle::{self, Class, Violation};
 use crate::report;
 use crate::rng::Rng;
-use crate::support::RedisServer;
+use crate::support::{server_version, RedisServer};
 
 /// `1`: print every violation in full.
 const VERBOSE_ENV: &str = "REDHOLD_MODEL_VERBOSE";
@@ -67,10 +67,9 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     let mode = spec.mode();
     let servers: Vec<Arc<Mutex<RedisServer>>> = (0..SERVERS)
         .map(|_| {
-            Arc::new(Mutex::new(RedisServer::start_with_args(&[
-                "--enable-debug-command",
-                "yes",
-            ])))
+            Arc::new(Mutex::new(RedisServer::start_with_args(
+                server_version().debug_command_args(),
+            )))
         })
         .collect();
     // The main server is reached through a fault proxy (see

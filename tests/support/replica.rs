@@ -10,20 +10,16 @@ use super::RedisServer;
 const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts a master and a replica of it, both with diskless sync and no
-/// delay (otherwise the first sync waits ~5 s), and `--enable-debug-command
-/// yes` for tests that stall one; returns once the replica is in sync and
-/// acknowledges writes on request (see [`wait_for_acks`]).
+/// delay (otherwise the first sync waits ~5 s), and `DEBUG` enabled for
+/// tests that stall one (see [`super::version`]); returns once the replica
+/// is in sync and acknowledges writes on request (see [`wait_for_acks`]).
 ///
 /// # Panics
 ///
 /// If either does not start, or the replica is not in sync within 10 s.
 pub(crate) fn start_pair() -> (RedisServer, RedisServer) {
-    let common = [
-        "--repl-diskless-sync-delay",
-        "0",
-        "--enable-debug-command",
-        "yes",
-    ];
+    let mut common = vec!["--repl-diskless-sync-delay", "0"];
+    common.extend_from_slice(super::server_version().debug_command_args());
     let master = RedisServer::start_with_args(&common);
     let master_port = master.port().to_string();
     let mut args = vec!["--replicaof", "127.0.0.1", &master_port];
