@@ -24,19 +24,24 @@ fn debuggable_server() -> RedisServer {
 }
 
 /// Blocks the whole server for `duration` with `DEBUG SLEEP`, sent from a
-/// connection of its own on another thread, and returns once it runs.
-fn stall(server: &RedisServer, duration: Duration) -> Bounded<()> {
+/// connection of its own on another thread, and returns once it runs,
+/// with the moment just before it was sent: the server sleeps from some
+/// moment after that one, so it wakes no earlier than it plus `duration`.
+fn stall(server: &RedisServer, duration: Duration) -> (Bounded<()>, Instant) {
     let mut conn = server.connection();
     let seconds = format!("{:.3}", duration.as_secs_f64());
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
     let staller = bounded::spawn("staller", move || {
+        let _ = sent_tx.send(Instant::now());
         redis::cmd("DEBUG")
             .arg("SLEEP")
             .arg(seconds)
             .query::<()>(&mut conn)
             .expect("DEBUG SLEEP");
     });
+    let sent = sent_rx.recv().expect("the staller started");
     thread::sleep(STALL_SETTLES);
-    staller
+    (staller, sent)
 }
 
 fn client(server: &RedisServer, retries: u32) -> redhold::Client {
@@ -64,7 +69,7 @@ fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
     assert!(bound + slack + STALL_SETTLES < stall_for);
 
     let lock = client.lock("stalled");
-    let staller = stall(&server, stall_for);
+    let (staller, stall_sent) = stall(&server, stall_for);
     let started = Instant::now();
     // Three calls at once, each on its own connection. The waiting one
     // rides the stall out (promise 4) and takes the lock once the server
@@ -101,9 +106,9 @@ fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
     match waiting.join_within(PROMPTLY) {
         Ok((got, unlocked)) => {
             unlocked.expect("unlock after the stall");
-            // No earlier than the stall's end, give or take the reply's
-            // way back to the staller.
-            let slept = got.duration_since(started) + STALL_SETTLES;
+            // No earlier than the stall's end: the server went to sleep
+            // after the stall was sent.
+            let slept = got.duration_since(stall_sent);
             assert!(
                 slept >= stall_for,
                 "got the lock {slept:?} into a {stall_for:?} stall"
@@ -123,7 +128,7 @@ fn calls_fail_with_a_timeout_while_the_server_is_stalled() {
 /// out (the server runs it later, its reply going nowhere) and a retry
 /// on a new connection runs once the server is awake.
 fn during_a_stall<T>(server: &RedisServer, call: impl FnOnce() -> T) -> T {
-    let staller = stall(server, Duration::from_millis(1500));
+    let (staller, _) = stall(server, Duration::from_millis(1500));
     let outcome = call();
     staller.join_within(PROMPTLY);
     outcome
