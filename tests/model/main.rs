@@ -80,6 +80,7 @@ mod support;
 mod actors;
 mod children;
 mod config;
+mod failover;
 mod faults;
 mod forks;
 mod history;
