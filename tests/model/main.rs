@@ -58,6 +58,7 @@
 //! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, shared-channel wake-ups, `Lock::unlock` on guarded locks, the interrupter |
 //! | `actors/stalled_drop.rs` | a guard dropped with its release request held back past the response timeout (the release goes on in the background), then the same lock taken again by the same thread, or the client shut down |
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
+//! | `failover.rs` | a separate test, `failover_safety`: Sentinel failovers (`DEBUG SLEEP` of the master) under plain-lock actors, counting two-holder incidents with (`REDHOLD_MODEL_FAILOVER=sync`, the default; incidents fail it) or without (`nosync`, counted only) `sync_replicas(1, 500 ms)`; `REDHOLD_MODEL_FAILOVER_SECS` (default 30) |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
 //! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |
 //! | `spoiled.rs` | an acquire's reply garbled, cut or lost; the hold count in Redis judged on the spot |
@@ -81,6 +82,7 @@ mod support;
 mod actors;
 mod children;
 mod config;
+mod failover;
 mod faults;
 mod forks;
 mod history;
