@@ -22,7 +22,7 @@
 //! on for 5 s, past the promotion. Two intervals on one name by different
 //! actors that overlap are a two-holder incident ([`tally`]).
 //!
-//! Knobs: `REDHOLD_MODEL_FAILOVER=sync|nosync|both` (default `both`, run
+//! Knobs: `REDHOLD_MODEL_FAILOVER=sync|nosync|cluster|all` (default `all`, run
 //! side by side); `REDHOLD_MODEL_FAILOVER_SECS=<s>` runs each mode that
 //! long (the long runs), otherwise each runs until it has seen
 //! [`CI_FAILOVERS`] failovers (at most [`CI_CAP`]); `REDHOLD_MODEL_SEED`.
@@ -35,6 +35,7 @@
 //! what this measures.
 
 mod actors;
+mod cluster;
 mod crash;
 mod link;
 mod tally;
@@ -46,7 +47,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use actors::{Actor, Tallies};
-use crash::Trigger;
+use cluster::ClusterTopology;
+use crash::{Deployment, Trigger};
+use redhold::{Client, ClientBuilder};
 use tally::Counts;
 use topology::Topology;
 
@@ -75,8 +78,37 @@ struct Run {
 }
 
 fn run(mode: &'static str, secs: Option<u64>, seed: u64) -> Run {
-    let sync = mode == "sync";
-    let mut topology = Topology::start();
+    match mode {
+        "cluster" => {
+            let cluster = ClusterTopology::start();
+            let urls = cluster.urls();
+            run_on(
+                cluster,
+                mode,
+                false,
+                || Client::builder().cluster(urls.clone()),
+                secs,
+                seed,
+            )
+        }
+        _ => {
+            let topology = Topology::start();
+            let urls = topology.sentinel_urls();
+            let base =
+                || Client::builder().sentinel(urls.clone(), crate::support::sentinel::MASTER_NAME);
+            run_on(topology, mode, mode == "sync", base, secs, seed)
+        }
+    }
+}
+
+fn run_on(
+    mut topology: impl Deployment,
+    mode: &'static str,
+    sync: bool,
+    base: impl Fn() -> ClientBuilder,
+    secs: Option<u64>,
+    seed: u64,
+) -> Run {
     let tallies = Arc::new(Tallies::default());
     let trigger = Trigger::default();
     let stop = AtomicBool::new(false);
@@ -90,12 +122,7 @@ fn run(mode: &'static str, secs: Option<u64>, seed: u64) -> Run {
     let outcome = thread::scope(|s| {
         for id in 0..ACTORS {
             let lost = Arc::new(AtomicBool::new(false));
-            let client = actors::client(
-                topology.sentinel_urls(),
-                sync,
-                Arc::clone(&lost),
-                Arc::clone(&tallies),
-            );
+            let client = actors::client(base(), sync, Arc::clone(&lost), Arc::clone(&tallies));
             let actor = Actor {
                 id,
                 client,
@@ -130,10 +157,13 @@ fn run(mode: &'static str, secs: Option<u64>, seed: u64) -> Run {
 #[test]
 fn failover_safety() {
     let modes: &[&'static str] = match std::env::var("REDHOLD_MODEL_FAILOVER").as_deref() {
-        Err(_) | Ok("both") => &["sync", "nosync"],
+        Err(_) | Ok("all") => &["sync", "nosync", "cluster"],
         Ok("sync") => &["sync"],
         Ok("nosync") => &["nosync"],
-        Ok(other) => panic!("REDHOLD_MODEL_FAILOVER must be sync, nosync or both, not {other:?}"),
+        Ok("cluster") => &["cluster"],
+        Ok(other) => {
+            panic!("REDHOLD_MODEL_FAILOVER must be sync, nosync, cluster or all, not {other:?}")
+        }
     };
     let secs = std::env::var("REDHOLD_MODEL_FAILOVER_SECS")
         .ok()
@@ -155,8 +185,8 @@ fn failover_safety() {
     for r in &runs {
         let c = &r.counts;
         crate::say(&format!(
-            "failover safety: mode {}, {:.0} s, seed {}: {} failovers (+{} the sentinels made \
-             on their own), {} holds, {} across a failover, {} confirmed on an unreplicated \
+            "failover safety: mode {}, {:.0} s, seed {}: {} failovers (+{} the deployment \
+             made on its own), {} holds, {} across a failover, {} confirmed on an unreplicated \
              write, {} two-holder incidents ({} with the earlier holder told Ok, {} with its \
              release failed), {} lost holds reported ({} on_lock_lost calls), {} acquires \
              refused and {} releases unconfirmed by WAIT, {} replication bytes lost",

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::{Client, Error};
+use redhold::{Client, ClientBuilder, Error};
 
 use super::crash::Trigger;
 use crate::rng::Rng;
 
-/// Names the actors contend on.
-const NAMES: [&str; 2] = ["fo-a", "fo-b"];
+/// Names the actors contend on (one hash slot, for the cluster).
+const NAMES: [&str; 2] = ["{fo}a", "{fo}b"];
 /// How long the actor whose acquire triggered a crash holds on: longer
 /// than a promotion (~4 s with down-after 2 s) plus the others' reconnect,
 /// so that, when the crash lost its lock, another actor can take it while
@@ -49,15 +49,15 @@ pub(crate) struct Tallies {
     pub(crate) lost_callbacks: AtomicU64,
 }
 
-/// Builds one actor's client; `lost` is set by its `on_lock_lost`.
+/// Builds one actor's client on `base` (how to reach the deployment);
+/// `lost` is set by its `on_lock_lost`.
 pub(crate) fn client(
-    sentinels: Vec<String>,
+    base: ClientBuilder,
     sync: bool,
     lost: Arc<AtomicBool>,
     tallies: Arc<Tallies>,
 ) -> Client {
-    let mut b = Client::builder()
-        .sentinel(sentinels, crate::support::sentinel::MASTER_NAME)
+    let mut b = base
         .connect_timeout(Duration::from_secs(1))
         .response_timeout(Duration::from_secs(1))
         // Longer than the time a hold goes unrenewed across a crash
@@ -72,7 +72,7 @@ pub(crate) fn client(
     if sync {
         b = b.sync_replicas(1, Duration::from_millis(500));
     }
-    b.build().expect("a client through the sentinels")
+    b.build().expect("a client of the failover deployment")
 }
 
 /// What one actor needs.

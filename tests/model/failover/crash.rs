@@ -1,19 +1,37 @@
-//! The fault thread: crash the master with writes its replica never got,
-//! let the sentinels promote the replica, bring the old master back as a
-//! replica of the new one, and again.
+//! The fault thread: take the master's role away while its replica misses
+//! writes the master confirmed (a crash and a Sentinel failover, or a
+//! forced Cluster failover), bring the old master back as a replica of the
+//! new one, and again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::topology::Topology;
 use crate::rng::Rng;
 
-/// How long a crash may take to become a promotion.
-const PROMOTION_LIMIT: Duration = Duration::from_secs(30);
 /// How long the deployment may take to be whole again after a rejoin.
 const HEAL_LIMIT: Duration = Duration::from_secs(60);
+
+/// A deployment of a master and its replica that the fault thread can
+/// fail over, nodes named by index.
+pub(crate) trait Deployment {
+    /// The master (of the locks' data) once its replica acknowledges
+    /// writes, so that the next failover can only lose what was written
+    /// after the starving began; `None` if not so within `limit`.
+    fn wait_healthy(&self, limit: Duration) -> Option<usize>;
+    /// Starts losing what `master` sends to its replica.
+    fn starve_replica_of(&self, master: usize);
+    /// Takes the role away from `master`, waits until its replica has it
+    /// and brings the old master back as a replica of the new one.
+    /// Returns how many replication bytes were lost, or why it failed.
+    fn fail_over(&mut self, master: usize) -> Result<u64, String>;
+    /// How many failovers happened, per the deployment's own logs: the
+    /// planned ones and any it made on its own.
+    fn switches(&self) -> u64;
+    /// What every process says, for a failure message.
+    fn describe(&self) -> String;
+}
 
 /// When the master dies, relative to the replication it withholds.
 #[derive(Debug, Clone, Copy)]
@@ -32,7 +50,8 @@ enum KillAt {
     AfterAcquire,
 }
 
-/// One crash: when the replica stopped receiving, when the master died.
+/// One failover: when the replica stopped receiving, when the master lost
+/// its role (killed, or the failover forced).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Crash {
     pub(crate) starved_at: Instant,
@@ -57,9 +76,9 @@ pub(crate) struct Outcome {
     pub(crate) problem: Option<String>,
 }
 
-/// Crashes masters until `done` says so.
+/// Fails masters over until `done` says so.
 pub(crate) fn run(
-    topology: &mut Topology,
+    topology: &mut impl Deployment,
     seed: u64,
     trigger: &Trigger,
     fired: &Receiver<()>,
@@ -75,7 +94,6 @@ pub(crate) fn run(
             ));
             break;
         };
-        let replica = 1 - master;
         thread::sleep(rng.millis(300, 1500));
         while fired.try_recv().is_ok() {}
         let kind = rng.weighted(&[
@@ -107,21 +125,18 @@ pub(crate) fn run(
             }
         };
         let killed_at = Instant::now();
-        let withheld = topology.crash(master);
         out.crashes.push(Crash {
             starved_at,
             killed_at,
         });
-        out.withheld_bytes += withheld;
-        if !topology.wait_promoted(replica, PROMOTION_LIMIT) {
-            out.problem = Some(format!(
-                "no promotion within {PROMOTION_LIMIT:?}: {}",
-                topology.describe()
-            ));
-            break;
+        match topology.fail_over(master) {
+            Ok(withheld) => out.withheld_bytes += withheld,
+            Err(problem) => {
+                out.problem = Some(problem);
+                break;
+            }
         }
         out.failovers += 1;
-        topology.rejoin(master, replica);
     }
     out
 }

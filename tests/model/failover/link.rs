@@ -59,6 +59,9 @@ struct Conn {
 /// What the acceptor and the pumps share.
 struct Shared {
     upstream: SocketAddr,
+    /// Whether connections may be told apart as replication (not on a
+    /// cluster bus port, whose binary messages could hold the words).
+    sniff: bool,
     starving: AtomicBool,
     conns: Mutex<Vec<Arc<Conn>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -92,11 +95,22 @@ impl Link {
     ///
     /// When the address cannot be bound.
     pub(crate) fn start(port: u16) -> Link {
+        Link::start_with(port, true)
+    }
+
+    /// A link that only forwards (for a cluster bus port): it never tells
+    /// replication apart, so starving holds nothing back.
+    pub(crate) fn start_plain(port: u16) -> Link {
+        Link::start_with(port, false)
+    }
+
+    fn start_with(port: u16, sniff: bool) -> Link {
         let host: Ipv4Addr = FRONT_HOST.parse().expect("a loopback address");
         let mut link = Link {
             front: SocketAddr::from((host, port)),
             shared: Arc::new(Shared {
                 upstream: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+                sniff,
                 starving: AtomicBool::new(false),
                 conns: Mutex::new(Vec::new()),
                 threads: Mutex::new(Vec::new()),
@@ -160,10 +174,24 @@ impl Link {
         self.shared.withheld.swap(0, Ordering::SeqCst)
     }
 
-    /// From now until [`down`](Self::down), holds back every byte the
+    /// From now until [`down`](Self::down) or
+    /// [`feed_replicas`](Self::feed_replicas), holds back every byte the
     /// server sends on a replication connection.
     pub(crate) fn starve_replicas(&self) {
         self.shared.starving.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends starving (after a failover that kept the server alive): the
+    /// replication connections are cut, what they held back is discarded
+    /// (its count is returned), and new ones are forwarded again.
+    pub(crate) fn feed_replicas(&self) -> u64 {
+        for conn in self.shared.conns.lock().iter() {
+            if conn.replication.load(Ordering::SeqCst) {
+                cut(conn);
+            }
+        }
+        self.shared.starving.store(false, Ordering::SeqCst);
+        self.shared.withheld.swap(0, Ordering::SeqCst)
     }
 }
 
@@ -241,7 +269,7 @@ fn cut(conn: &Conn) {
 /// Client to server; marks the connection as replication when the peer
 /// speaks the replica handshake (`REPLCONF` is sent first and then every
 /// second, so a command split across reads is caught the next time).
-fn pump_requests(mut from: TcpStream, conn: &Conn, _shared: &Shared) {
+fn pump_requests(mut from: TcpStream, conn: &Conn, shared: &Shared) {
     let mut buf = vec![0u8; CHUNK];
     let mut to = &conn.server;
     loop {
@@ -250,7 +278,7 @@ fn pump_requests(mut from: TcpStream, conn: &Conn, _shared: &Shared) {
             Ok(n) => n,
         };
         let bytes = &buf[..n];
-        if contains(bytes, b"REPLCONF") || contains(bytes, b"PSYNC") {
+        if shared.sniff && (contains(bytes, b"REPLCONF") || contains(bytes, b"PSYNC")) {
             conn.replication.store(true, Ordering::SeqCst);
         }
         if to.write_all(bytes).is_err() {

@@ -6,9 +6,13 @@ use std::collections::HashMap;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::crash::Deployment;
 use super::link::{Link, FRONT_HOST};
 use crate::support::sentinel::{Sentinel, MASTER_NAME};
 use crate::support::RedisServer;
+
+/// How long a crash may take to become a promotion.
+const PROMOTION_LIMIT: Duration = Duration::from_secs(30);
 
 /// One server and the link that stands for its address.
 #[derive(Debug)]
@@ -171,7 +175,7 @@ impl Topology {
 
     /// How many times the sentinels switched masters (the most any one of
     /// them logged): planned failovers plus any they started on their own.
-    pub(crate) fn switches(&self) -> u64 {
+    fn switches(&self) -> u64 {
         self.sentinels
             .iter()
             .map(|s| s.log().matches("+switch-master").count() as u64)
@@ -237,4 +241,36 @@ impl Node {
 /// server directly.
 fn replicate(server: &RedisServer, master_port: u16) {
     server.cmd::<()>(&["REPLICAOF", FRONT_HOST, &master_port.to_string()]);
+}
+
+impl Deployment for Topology {
+    fn wait_healthy(&self, limit: Duration) -> Option<usize> {
+        Topology::wait_healthy(self, limit)
+    }
+
+    fn starve_replica_of(&self, master: usize) {
+        Topology::starve_replica_of(self, master);
+    }
+
+    /// A crash of the master, the sentinels' promotion of the replica, the
+    /// old master's rejoin.
+    fn fail_over(&mut self, master: usize) -> Result<u64, String> {
+        let withheld = self.crash(master);
+        if !self.wait_promoted(1 - master, PROMOTION_LIMIT) {
+            return Err(format!(
+                "no promotion within {PROMOTION_LIMIT:?}: {}",
+                self.describe()
+            ));
+        }
+        self.rejoin(master, 1 - master);
+        Ok(withheld)
+    }
+
+    fn switches(&self) -> u64 {
+        Topology::switches(self)
+    }
+
+    fn describe(&self) -> String {
+        Topology::describe(self)
+    }
 }
