@@ -60,6 +60,7 @@
 //! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, shared-channel wake-ups, `Lock::unlock` on guarded locks, the interrupter |
 //! | `actors/stalled_drop.rs` | a guard dropped with its release request held back past the response timeout (the release goes on in the background), then the same lock taken again by the same thread, or the client shut down |
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
+//! | `failover.rs`, `failover/` | a separate test, `failover_safety`: Sentinel failovers that lose the replication stream for real (`link.rs`: every server known by a forwarder on 127.0.0.2 that can hold the stream back; `crash.rs`: starve the replica, `SIGKILL` the master right after an acquire or mid-operation, rejoin it empty as a replica; `topology.rs`, `actors.rs`, `tally.rs`), counting two-holder incidents with (`sync`: any incident or hold on an unreplicated write fails it) and without (`nosync`: counted and printed) `sync_replicas(1, 500 ms)`; either mode fails on a loss told `Ok`. `cluster.rs`: the same on a 3+3 Cluster with `CLUSTER FAILOVER FORCE` (no sync: not combinable). `REDHOLD_MODEL_FAILOVER=sync\|nosync\|cluster\|all` (default all, side by side, each until 3 failovers: ~20 s); `REDHOLD_MODEL_FAILOVER_SECS=<s>` for the long runs |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
 //! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |
 //! | `spoiled.rs` | an acquire's reply garbled, cut or lost; the hold count in Redis judged on the spot |
@@ -83,6 +84,8 @@ mod support;
 mod actors;
 mod children;
 mod config;
+#[cfg(all(feature = "sentinel", feature = "cluster"))]
+mod failover;
 mod faults;
 mod forks;
 mod history;

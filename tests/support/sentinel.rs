@@ -176,6 +176,17 @@ impl Sentinel {
     ///
     /// If it does not answer PING within 10 s.
     fn start(master_port: u16) -> Sentinel {
+        Sentinel::start_monitoring("127.0.0.1", master_port)
+    }
+
+    /// Starts a sentinel that monitors the master at `host:master_port`
+    /// (a deployment whose servers are known by another loopback address,
+    /// such as the checker's failover topology behind its link proxies).
+    ///
+    /// # Panics
+    ///
+    /// If it does not answer PING within 10 s.
+    pub(crate) fn start_monitoring(host: &str, master_port: u16) -> Sentinel {
         check_version();
         let mut sentinel = Sentinel {
             port: 0,
@@ -185,7 +196,7 @@ impl Sentinel {
         if let Err(failure) = on_a_free_port(|port| {
             sentinel.port = port;
             sentinel
-                .spawn_and_wait(master_port)
+                .spawn_and_wait(host, master_port)
                 .inspect_err(|_| sentinel.kill())
         }) {
             panic!("could not start a sentinel: {failure}");
@@ -193,14 +204,14 @@ impl Sentinel {
         sentinel
     }
 
-    fn spawn_and_wait(&mut self, master_port: u16) -> Result<(), String> {
+    fn spawn_and_wait(&mut self, host: &str, master_port: u16) -> Result<(), String> {
         let config = self.dir.join("sentinel.conf");
         let log = self.dir.join("log");
         // The sentinel rewrites this file as it learns, so it must be ours
         // and writable; the log is truncated so that a retry reads only its own.
         let text = format!(
             "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {log}\n\
-             sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 2\n\
+             sentinel monitor {MASTER_NAME} {host} {master_port} 2\n\
              sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
              sentinel failover-timeout {MASTER_NAME} 5000\n",
             port = self.port,
