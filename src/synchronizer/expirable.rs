@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::wrong_kind;
+use super::{permit_count, set_permits, wrong_kind};
 use crate::client::Client;
 use crate::config::lease_millis;
 use crate::error::{Error, Result};
@@ -81,32 +81,15 @@ impl PermitExpirableSemaphore {
     /// Redis errors.
     pub fn try_set_permits(&self, permits: u32) -> Result<bool> {
         self.check_name()?;
-        if i32::try_from(permits).is_err() {
-            return Err(Error::InvalidArgument {
-                what: "permits",
-                reason: format!("{permits} permits is more than {}", i32::MAX),
-            });
-        }
-        let server = self.client.engine().server();
-        let (latch, latch_ttl) =
-            server.unlock_latch(&self.name, &self.client.engine().next_request_id());
-        let set: i64 = server
-            .run_write(
-                &self.name,
-                |conn| {
-                    scripts::SEMAPHORE_SET
-                        .key(&*self.name)
-                        .key(&*self.channel)
-                        .key(&latch)
-                        .arg("try_set")
-                        .arg(permits)
-                        .arg(server.publish_command())
-                        .arg(latch_ttl)
-                        .invoke(conn)
-                },
-                |set: &i64| *set == 1,
-            )
-            .map_err(|e| wrong_kind(&self.name, EXPIRABLE, e))?;
+        let permits = permit_count(permits)?;
+        let set = set_permits(
+            &self.client,
+            &self.name,
+            &self.channel,
+            EXPIRABLE,
+            "try_set",
+            permits,
+        )?;
         Ok(set == 1)
     }
 

@@ -31,8 +31,10 @@ pub use latch::CountDownLatch;
 pub use permit::Permit;
 pub use semaphore::Semaphore;
 
+use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names;
+use crate::scripts;
 
 /// What a name that holds something else than a count is reported as
 /// holding when Redis itself refuses the command (`WRONGTYPE`).
@@ -89,6 +91,47 @@ fn check_permits(permits: u32) -> Result<u32> {
         });
     }
     Ok(permits)
+}
+
+/// Checks a number of permits to set: 0 allowed, at most a Java `int`.
+fn permit_count(permits: u32) -> Result<u32> {
+    if permits == 0 {
+        return Ok(0);
+    }
+    check_permits(permits)
+}
+
+/// Runs one `semaphore_set.lua` operation (`op`: "try_set", "set", …) with
+/// `permits` on the semaphore `name` announced on `channel`, a plain or a
+/// permit-expirable one (`kind`, for errors): both keep the same count key
+/// and channel. Latched, so that a retry does not run it twice.
+fn set_permits(
+    client: &Client,
+    name: &str,
+    channel: &str,
+    kind: &'static str,
+    op: &str,
+    permits: u32,
+) -> Result<i64> {
+    let server = client.engine().server();
+    let (latch, latch_ttl) = server.unlock_latch(name, &client.engine().next_request_id());
+    server
+        .run_write(
+            name,
+            |conn| {
+                scripts::SEMAPHORE_SET
+                    .key(name)
+                    .key(channel)
+                    .key(&latch)
+                    .arg(op)
+                    .arg(permits)
+                    .arg(server.publish_command())
+                    .arg(latch_ttl)
+                    .invoke(conn)
+            },
+            |_| true,
+        )
+        .map_err(|e| wrong_kind(name, kind, e))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{check_permits, read_count, wrong_kind};
+use super::{check_permits, permit_count, read_count, set_permits, wrong_kind};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names;
@@ -197,40 +197,20 @@ impl Semaphore {
     /// Runs one `semaphore_set.lua` operation with `permits`.
     fn set(&self, op: &str, permits: u32) -> Result<i64> {
         self.check_name()?;
-        let server = self.client.engine().server();
-        let (latch, latch_ttl) =
-            server.unlock_latch(&self.name, &self.client.engine().next_request_id());
-        server
-            .run_write(
-                &self.name,
-                |conn| {
-                    scripts::SEMAPHORE_SET
-                        .key(&*self.name)
-                        .key(&*self.channel)
-                        .key(&latch)
-                        .arg(op)
-                        .arg(permits)
-                        .arg(server.publish_command())
-                        .arg(latch_ttl)
-                        .invoke(conn)
-                },
-                |_| true,
-            )
-            .map_err(|e| wrong_kind(&self.name, SEMAPHORE, e))
+        set_permits(
+            &self.client,
+            &self.name,
+            &self.channel,
+            SEMAPHORE,
+            op,
+            permits,
+        )
     }
 
     /// Refuses a name no key can have.
     pub(super) fn check_name(&self) -> Result<()> {
         names::validate(&self.name)
     }
-}
-
-/// A number of permits to set: `i32::MAX` at most, as Redisson's `int`.
-fn permit_count(permits: u32) -> Result<u32> {
-    if permits == 0 {
-        return Ok(0);
-    }
-    check_permits(permits)
 }
 
 impl fmt::Debug for Semaphore {
