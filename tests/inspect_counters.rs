@@ -87,6 +87,11 @@ fn list_counters_finds_semaphores_and_latches_but_no_helper_keys() {
     // Now no permit is available: the name's number is 0, its set holds one.
     drop(client.fenced_lock("app:fenced").lock().unwrap()); // a token counter
     let () = server.cmd(&["SET", "other:count", "7"]);
+    for i in 0..50 {
+        let () = server.cmd(&["SET", &format!("app:word:{i}"), "hello"]);
+    }
+    client.inspect_counter("app:pool").unwrap(); // loads the script
+    let () = server.cmd(&["CONFIG", "RESETSTAT"]);
 
     let names: Vec<String> = client
         .list_counters("app:*")
@@ -95,6 +100,9 @@ fn list_counters_finds_semaphores_and_latches_but_no_helper_keys() {
         .map(|c| c.name)
         .collect();
     assert_eq!(names, ["app:leases", "app:pool", "app:start"]);
+    // Strings that hold no number cost a pipelined GET, not a script.
+    let calls = server.command_calls();
+    assert_eq!(calls.get("evalsha").copied().unwrap_or(0), 3, "{calls:?}");
     let everything: Vec<String> = client
         .list_counters("*")
         .unwrap()

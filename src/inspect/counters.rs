@@ -90,9 +90,10 @@ impl Client {
     /// Every semaphore and count-down latch whose name matches `pattern`
     /// (Redis glob syntax), sorted by name: the strings holding a number,
     /// and the names whose permit-expirable semaphore has permits out.
-    /// Found with `SCAN` like [`list_locks`](Self::list_locks); the
-    /// library's own helper keys (latches, token counters, read holds) are
-    /// left out. Any other number stored under a matching name is listed
+    /// Found with `SCAN` like [`list_locks`](Self::list_locks): each page's
+    /// strings are read in one pipelined round trip and only those holding
+    /// a number are read in full; the library's own helper keys (latches,
+    /// token counters, read holds) are left out. Any other number stored under a matching name is listed
     /// too: Redis cannot tell it from a semaphore.
     ///
     /// # Errors

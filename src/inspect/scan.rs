@@ -54,12 +54,8 @@ fn on_every_master(
 /// The counter candidates on the server behind `conn`.
 fn collect_counters(conn: &mut dyn ConnectionLike, pattern: &str) -> RedisResult<BTreeSet<String>> {
     let mut names = BTreeSet::new();
-    scan(conn, pattern, "string", |_, page| {
-        let found = page
-            .into_iter()
-            .filter_map(|key| String::from_utf8(key).ok())
-            .filter(|key| !is_helper_string(key));
-        names.extend(found);
+    scan(conn, pattern, "string", |conn, page| {
+        names.extend(numbers(conn, page)?);
         Ok(())
     })?;
     scan(conn, "*:timeout", "zset", |_, page| {
@@ -72,6 +68,37 @@ fn collect_counters(conn: &mut dyn ConnectionLike, pattern: &str) -> RedisResult
         Ok(())
     })?;
     Ok(names)
+}
+
+/// The strings of `page` that hold a number and are not our helper keys,
+/// their values read in one round trip (`GET`, pipelined): a keyspace of
+/// other strings costs a pipelined command per key, not a script.
+fn numbers(conn: &mut dyn ConnectionLike, page: Vec<Vec<u8>>) -> RedisResult<Vec<String>> {
+    let page: Vec<String> = page
+        .into_iter()
+        .filter_map(|key| String::from_utf8(key).ok())
+        .filter(|key| !is_helper_string(key))
+        .collect();
+    if page.is_empty() {
+        return Ok(page);
+    }
+    let mut pipe = redis::pipe();
+    for key in &page {
+        pipe.cmd("GET").arg(key);
+    }
+    // Nil for a key deleted since the scan saw it.
+    let values: Vec<Option<Vec<u8>>> = pipe.query(conn)?;
+    Ok(page
+        .into_iter()
+        .zip(values)
+        .filter(|(_, value)| {
+            value
+                .as_deref()
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .is_some_and(|v| v.parse::<i64>().is_ok())
+        })
+        .map(|(key, _)| key)
+        .collect())
 }
 
 /// Whether a string key is one of the library's own helpers: a request or
