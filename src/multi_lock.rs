@@ -252,25 +252,24 @@ fn expect_held(guard: Option<MultiLockGuard>) -> MultiLockGuard {
 
 /// Releases every member's guard, the last taken first, returning the
 /// first error after trying them all.
-fn release_members(mut guards: Vec<MemberGuard>) -> Result<()> {
-    let mut first_error = None;
-    while let Some(guard) = guards.pop() {
-        if let Err(e) = guard.unlock() {
-            first_error.get_or_insert(e);
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+fn release_members(guards: Vec<MemberGuard>) -> Result<()> {
+    first_error(guards.into_iter().rev().map(MemberGuard::unlock))
 }
 
 /// Releases every guard, returning the first error after trying them all.
 pub(crate) fn release_all(guards: Vec<LockGuard>) -> Result<()> {
-    let mut first_error = None;
-    for guard in guards {
-        if let Err(e) = guard.unlock() {
-            first_error.get_or_insert(e);
+    first_error(guards.into_iter().map(LockGuard::unlock))
+}
+
+/// Runs every release of `outcomes` and returns the first error, if any.
+fn first_error(outcomes: impl Iterator<Item = Result<()>>) -> Result<()> {
+    let mut first = None;
+    for outcome in outcomes {
+        if let Err(e) = outcome {
+            first.get_or_insert(e);
         }
     }
-    first_error.map_or(Ok(()), Err)
+    first.map_or(Ok(()), Err)
 }
 
 impl MultiLockGuard {
