@@ -1,9 +1,18 @@
 -- Take or re-enter a plain reentrant lock.
 -- KEYS[1] the lock hash
--- ARGV[1] lease in ms, ARGV[2] the holder field "<client-uuid>:<thread-id>"
+-- ARGV[1] lease in ms, ARGV[2] the holder field "<client-uuid>:<thread-id>",
+-- ARGV[3] "1" when the caller counts holds of its own (a re-entry only)
 -- Reply: {1, holds} when the caller now holds the lock (holds = 1: a new
 -- hold, not a re-entry), else {0, PTTL}. Error WRONGKIND when the name holds
 -- a read-write lock.
+-- Reply {2, 0} when ARGV[3] is "1" (the caller counts holds of its own
+-- under the field) and Redis has none: those holds were lost (an expiry,
+-- a restart, a force-unlock), and a re-entry must not take the lock anew
+-- in their name, which Redis would count as if nothing had happened.
+-- Nothing is changed.
+if ARGV[3] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return {2, 0}
+end
 if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])

@@ -3,10 +3,19 @@
 -- KEYS[3] the deadlines (sorted set: waiting field -> ms since the epoch)
 -- ARGV[1] lease in ms, ARGV[2] the holder field, ARGV[3] the fair wait
 -- timeout in ms, ARGV[4] now (client clock, ms since the epoch),
--- ARGV[5] "1" to join the queue when the lock is busy, "0" only to try
+-- ARGV[5] "1" to join the queue when the lock is busy, "0" only to try,
+-- ARGV[6] "1" when the caller counts holds of its own (a re-entry only)
 -- Reply: {1, holds} when the caller now holds the lock (holds = 1: a new
 -- hold, not a re-entry); otherwise {0, how long to wait before trying again
 -- in ms}. Error WRONGKIND when the name holds a read-write lock.
+-- Reply {2, 0} when ARGV[6] is "1" (the caller counts holds of its own
+-- under the field) and Redis has none: those holds were lost (an expiry,
+-- a restart, a force-unlock), and a re-entry must not take the lock anew
+-- in their name, which Redis would count as if nothing had happened.
+-- Nothing is changed, and the caller joins no queue.
+if ARGV[6] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return {2, 0}
+end
 local now = tonumber(ARGV[4])
 local wait = tonumber(ARGV[3])
 

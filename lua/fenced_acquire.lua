@@ -1,12 +1,18 @@
 -- Take or re-enter a fenced lock and hand out a fencing token.
 -- KEYS[1] the lock hash (shared with the plain lock), KEYS[2] the token counter
--- ARGV[1] lease in ms, ARGV[2] the holder field
+-- ARGV[1] lease in ms, ARGV[2] the holder field, ARGV[3] "1" when the
+-- caller counts holds of its own (a re-entry only)
 -- Reply: {1, holds, token} when the caller now holds the lock (every
 -- acquire, re-entries included, gets a larger token; holds = 1: a new hold),
 -- else {0, PTTL}. Error WRONGKIND when the name holds a read-write lock,
 -- error CORRUPT when the counter holds what INCR would refuse or turn into
 -- a token that is not positive: checked before anything is written, so a
 -- failed acquire leaves no hold behind.
+-- Reply {2, 0} when ARGV[3] is "1" (the caller counts holds of its own
+-- under the field) and Redis has none: those holds were lost (an expiry,
+-- a restart, a force-unlock), and a re-entry must not take the lock anew
+-- in their name, which Redis would count as if nothing had happened.
+-- Nothing is changed.
 local function check_counter()
     local counter = redis.call('get', KEYS[2])
     if counter and not ((counter == '0' or string.match(counter, '^[1-9]%d*$'))
@@ -14,6 +20,9 @@ local function check_counter()
         return redis.error_reply('CORRUPT ' .. string.sub(counter, 1, 64))
     end
     return nil
+end
+if ARGV[3] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return {2, 0}
 end
 if redis.call('exists', KEYS[1]) == 0 then
     local corrupt = check_counter()

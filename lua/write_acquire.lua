@@ -1,11 +1,20 @@
 -- Take the write hold of a read-write lock.
 -- KEYS[1] the lock hash
 -- ARGV[1] lease in ms, ARGV[2] the writer field ("<field>:write"),
--- ARGV[3] the same holder's reader field
+-- ARGV[3] the same holder's reader field, ARGV[4] "1" when the caller counts
+-- write holds of its own (a re-entry only)
 -- Reply: {1, holds} when the write hold was taken (holds = 1: a new hold,
 -- not a re-entry); {0, -3} when the caller holds only read holds (an
 -- upgrade, which could never be granted); else {0, PTTL}. Error WRONGKIND
 -- when the name holds a lock of another kind (a hash without a mode).
+-- Reply {2, 0} when ARGV[4] is "1" (the caller counts holds of its own
+-- under the field) and Redis has none: those holds were lost (an expiry,
+-- a restart, a force-unlock), and a re-entry must not take the lock anew
+-- in their name, which Redis would count as if nothing had happened.
+-- Nothing is changed.
+if ARGV[4] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+    return {2, 0}
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     if redis.call('exists', KEYS[1]) == 1 then

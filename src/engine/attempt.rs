@@ -5,8 +5,17 @@
 //! alone, a script that ran holds the lock with no guard and no watchdog
 //! (blocking everyone for a lease), or counts a re-entry this thread will
 //! never release. Every kind resolves it the same two ways (see
-//! `docs/design.md`, "An acquire whose reply is lost"):
+//! `docs/design.md`, "An acquire whose reply is lost"), which both rest on
+//! one rule:
 //!
+//! - **A re-entry never takes the lock anew.** A thread that counts holds
+//!   of the lock sends its acquire as a re-entry only: when Redis has lost
+//!   those holds (an expiry, a restart, a force-unlock), the script changes
+//!   nothing and says so, and the call ends their generation and sends a
+//!   plain acquire. Otherwise a lock taken anew would count exactly the
+//!   holds the thread had, which no count can tell from the old ones, and
+//!   a guard of the lost holds could release it and say `Ok` although
+//!   another holder came in between.
 //! - **Repeat.** The attempt is sent again (the pool's retries, and a
 //!   waiting call's next attempt after an outage): a script that ran has
 //!   made the lock ours, so the repeat re-enters it and replies with the
@@ -26,14 +35,18 @@ use std::time::Instant;
 use super::give_back::MAX_ORPHANS_RELEASED;
 use super::Call;
 use crate::error::{reply_was_read, Error, Result};
-use crate::kind::sealed::KindOps;
-use crate::kind::Attempt;
+use crate::kind::sealed::{unexpected_reply, KindOps};
+use crate::kind::{AcquireReply, AcquireRequest, Attempt};
 use crate::names;
 
 impl<K: KindOps> Call<'_, K> {
     /// One acquire attempt. An acquire that the replicas did not confirm
     /// in time (`sync_replicas`) is undone before the error is returned.
     /// Notes whether its outcome is unknown, for [`settle_unsure`].
+    ///
+    /// A thread that counts holds of the lock sends a re-entry only: when
+    /// Redis has lost those holds, their generation is over (its guards
+    /// are stale) and a second request takes the lock anew.
     ///
     /// [`settle_unsure`]: Self::settle_unsure
     pub(super) fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
@@ -42,10 +55,47 @@ impl<K: KindOps> Call<'_, K> {
         // A release of this thread's earlier hold still pending would
         // decrement the same field after this acquire: settle it first.
         engine.pending.settle(self.lock.name, &self.field, None)?;
+        let holds_here = engine.renewals.counted(self.lock.name, &self.field) > 0;
+        let mut reply = self.send_acquire(may_queue, holds_here);
+        if holds_here && matches!(reply, Ok(AcquireReply::HoldsGone)) {
+            self.holds_gone();
+            reply = self.send_acquire(may_queue, false);
+        }
+        match reply? {
+            AcquireReply::Ran(attempt) => Ok(attempt),
+            // Only a re-entry replies so.
+            AcquireReply::HoldsGone => Err(unexpected_reply(self.lock.name, "holds gone")),
+        }
+    }
+
+    /// The thread's holds of the lock are gone from Redis: their
+    /// generation ends, and its guards report the loss.
+    fn holds_gone(&self) {
+        let renewals = &self.engine.renewals;
+        if let Some(record) = renewals.find(self.lock.name, &self.field) {
+            if renewals.mark_lost(&record) {
+                log::warn!(
+                    "redhold: lock {:?} was lost (expired or deleted) while held; \
+                     found on re-entry",
+                    names::shorten(self.lock.name)
+                );
+            }
+        }
+    }
+
+    /// Sends one acquire request (see [`AcquireRequest`]).
+    fn send_acquire(&self, may_queue: bool, holds_here: bool) -> Result<AcquireReply<K::Grant>> {
+        let engine = self.engine;
+        let request = AcquireRequest {
+            lease_ms: self.lease_ms,
+            field: &self.field,
+            may_queue,
+            holds_here,
+        };
         let attempt = self
             .lock
             .kind
-            .try_acquire(self.target(), self.lease_ms, &self.field, may_queue)
+            .try_acquire(self.target(), request)
             .map_err(|e| crate::kind::wrong_kind(self.lock.name, K::DESCRIPTION, e));
         // A reply read whole says what happened; anything else may hide a
         // script that ran.
@@ -99,10 +149,12 @@ impl<K: KindOps> Call<'_, K> {
             Ok(in_redis) => {
                 // A thread's count in Redis only drops by its releases
                 // (settled before the attempt) or all at once (expiry, a
-                // wipe, a force-unlock). Below the holds counted here, the
-                // holds Redis has are this call's: the call failed, so none
-                // has a guard.
+                // wipe, a force-unlock), and a re-entry never takes the
+                // lock anew. Below the holds counted here, those holds are
+                // gone, and whatever Redis has is this call's: the call
+                // failed, so none has a guard.
                 let extra = if in_redis < here {
+                    self.holds_gone();
                     in_redis
                 } else {
                     in_redis - here

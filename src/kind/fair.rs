@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::sealed::KindOps;
-use super::{Attempt, Target};
+use super::{AcquireReply, AcquireRequest, Target};
 use crate::config::{saturating_millis, Config};
 use crate::error::Result;
 use crate::names;
@@ -52,13 +52,7 @@ impl KindOps for Fair {
         Some(format!("{}:{field}", self.channel_prefix))
     }
 
-    fn try_acquire(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        may_queue: bool,
-    ) -> Result<Attempt<()>> {
+    fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
         let reply: Vec<i64> = at.server.run_write(
             at.name,
             |conn| {
@@ -66,16 +60,17 @@ impl KindOps for Fair {
                     .key(at.name)
                     .key(&self.queue)
                     .key(&self.deadlines)
-                    .arg(lease_ms)
-                    .arg(field)
+                    .arg(request.lease_ms)
+                    .arg(request.field)
                     .arg(self.wait_timeout_ms)
                     .arg(now_ms())
-                    .arg(if may_queue { "1" } else { "0" })
+                    .arg(if request.may_queue { "1" } else { "0" })
+                    .arg(request.holds_here_arg())
                     .invoke(conn)
             },
             |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
-        Attempt::from_reply(at.name, &reply)
+        AcquireReply::from_reply(at.name, &reply)
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {

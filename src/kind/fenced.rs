@@ -3,7 +3,7 @@
 
 use super::hash;
 use super::sealed::{unexpected_reply, KindOps};
-use super::{Attempt, Handover, ReleasedTo, Successor, Target};
+use super::{AcquireReply, AcquireRequest, Attempt, Handover, ReleasedTo, Successor, Target};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::names;
@@ -66,10 +66,8 @@ impl KindOps for Fenced {
     fn try_acquire(
         &self,
         at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        _: bool,
-    ) -> Result<Attempt<u64>> {
+        request: AcquireRequest<'_>,
+    ) -> Result<AcquireReply<u64>> {
         let reply: Vec<i64> = at
             .server
             .run_write(
@@ -78,8 +76,9 @@ impl KindOps for Fenced {
                     scripts::FENCED_ACQUIRE
                         .key(at.name)
                         .key(&self.token_key)
-                        .arg(lease_ms)
-                        .arg(field)
+                        .arg(request.lease_ms)
+                        .arg(request.field)
+                        .arg(request.holds_here_arg())
                         .invoke(conn)
                 },
                 |reply: &Vec<i64>| reply.first() == Some(&1),
@@ -92,12 +91,13 @@ impl KindOps for Fenced {
                     key: names::shorten(&self.token_key),
                     found: format!("{token}, where a fencing token counter must be positive"),
                 })?;
-                Ok(Attempt::Acquired {
+                Ok(AcquireReply::Ran(Attempt::Acquired {
                     grant: token,
                     holds: u32::try_from(holds).unwrap_or(u32::MAX),
-                })
+                }))
             }
-            [0, ttl] => Ok(Attempt::Busy(ttl)),
+            [0, ttl] => Ok(AcquireReply::Ran(Attempt::Busy(ttl))),
+            _ if AcquireReply::<u64>::is_holds_gone(&reply) => Ok(AcquireReply::HoldsGone),
             _ => Err(unexpected_reply(at.name, &reply)),
         }
     }

@@ -6,23 +6,25 @@
 use redis::Value;
 
 use super::sealed::unexpected_reply;
-use super::{ReleasedTo, Successor, Target, ANNOUNCED, HANDED_OVER};
+use super::{AcquireReply, AcquireRequest, ReleasedTo, Successor, Target, ANNOUNCED, HANDED_OVER};
 use crate::error::Result;
 use crate::scripts;
 
-/// `lua/acquire.lua`: `{1, holds}` when acquired, else `{0, PTTL}`.
-pub(super) fn acquire(at: Target<'_>, lease_ms: u64, field: &str) -> Result<Vec<i64>> {
-    at.server.run_write(
+/// `lua/acquire.lua`, the plain and the spin lock's acquire.
+pub(super) fn acquire(at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
+    let reply: Vec<i64> = at.server.run_write(
         at.name,
         |conn| {
             scripts::ACQUIRE
                 .key(at.name)
-                .arg(lease_ms)
-                .arg(field)
+                .arg(request.lease_ms)
+                .arg(request.field)
+                .arg(request.holds_here_arg())
                 .invoke(conn)
         },
         |reply: &Vec<i64>| reply.first() == Some(&1),
-    )
+    )?;
+    AcquireReply::from_reply(at.name, &reply)
 }
 
 /// `lua/release.lua` with the unlock latch.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::sealed::KindOps;
-use super::{Attempt, Target};
+use super::{AcquireReply, AcquireRequest, Target};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::names;
@@ -93,13 +93,8 @@ impl KindOps for Read {
         Some(&self.channel)
     }
 
-    fn try_acquire(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        _: bool,
-    ) -> Result<Attempt<()>> {
+    fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
+        let field = request.field;
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let writer = format!("{field}{WRITE_SUFFIX}");
         let reply: Vec<i64> = at.server.run_write(
@@ -108,14 +103,15 @@ impl KindOps for Read {
                 scripts::READ_ACQUIRE
                     .key(at.name)
                     .key(&prefix)
-                    .arg(lease_ms)
+                    .arg(request.lease_ms)
                     .arg(field)
                     .arg(&writer)
+                    .arg(request.holds_here_arg())
                     .invoke(conn)
             },
             |reply: &Vec<i64>| reply.first() == Some(&1),
         )?;
-        Attempt::from_reply(at.name, &reply)
+        AcquireReply::from_reply(at.name, &reply)
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {
@@ -185,22 +181,18 @@ impl KindOps for Write {
         Some(&self.channel)
     }
 
-    fn try_acquire(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        _: bool,
-    ) -> Result<Attempt<()>> {
+    fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
+        let field = request.field;
         let reader = field.strip_suffix(WRITE_SUFFIX).unwrap_or(field);
         let reply: Vec<i64> = at.server.run_write(
             at.name,
             |conn| {
                 scripts::WRITE_ACQUIRE
                     .key(at.name)
-                    .arg(lease_ms)
+                    .arg(request.lease_ms)
                     .arg(field)
                     .arg(reader)
+                    .arg(request.holds_here_arg())
                     .invoke(conn)
             },
             |reply: &Vec<i64>| reply.first() == Some(&1),
@@ -210,7 +202,7 @@ impl KindOps for Write {
                 lock: names::shorten(at.name),
             });
         }
-        Attempt::from_reply(at.name, &reply)
+        AcquireReply::from_reply(at.name, &reply)
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {

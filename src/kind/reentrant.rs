@@ -2,7 +2,7 @@
 
 use super::hash;
 use super::sealed::KindOps;
-use super::{Attempt, Handover, ReleasedTo, Successor, Target};
+use super::{AcquireReply, AcquireRequest, Handover, ReleasedTo, Successor, Target};
 use crate::config::Config;
 use crate::error::Result;
 use crate::names;
@@ -29,14 +29,8 @@ impl KindOps for Reentrant {
         Some(&self.channel)
     }
 
-    fn try_acquire(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        _: bool,
-    ) -> Result<Attempt<()>> {
-        Attempt::from_reply(at.name, &hash::acquire(at, lease_ms, field)?)
+    fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
+        hash::acquire(at, request)
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::hash;
 use super::sealed::KindOps;
-use super::{Attempt, Target};
+use super::{AcquireReply, AcquireRequest, Target};
 use crate::config::Config;
 use crate::error::Result;
 use crate::names;
@@ -57,15 +57,9 @@ impl KindOps for Spin {
         Some(self.initial.saturating_mul(factor).min(self.max))
     }
 
-    fn try_acquire(
-        &self,
-        at: Target<'_>,
-        lease_ms: u64,
-        field: &str,
-        may_queue: bool,
-    ) -> Result<Attempt<()>> {
-        let _ = may_queue; // there is no queue
-        Attempt::from_reply(at.name, &hash::acquire(at, lease_ms, field)?)
+    fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
+        // `may_queue` means nothing here: there is no queue.
+        hash::acquire(at, request)
     }
 
     fn release(&self, at: Target<'_>, field: &str, request_id: &str) -> Result<Option<i64>> {

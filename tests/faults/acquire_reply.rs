@@ -11,10 +11,10 @@ use crate::fault_proxy::{Action, FaultProxy, Matcher, Rule};
 use crate::support::RedisServer;
 
 /// An acquire reply whose second element is not an integer.
-const GARBLED: &[u8] = b"*2\r\n:0\r\n:abc\r\n";
+pub(crate) const GARBLED: &[u8] = b"*2\r\n:0\r\n:abc\r\n";
 
 /// A server, a proxy in front of it and a client through the proxy.
-fn setup(retry_attempts: u32) -> (RedisServer, FaultProxy, redhold::Client) {
+pub(crate) fn setup(retry_attempts: u32) -> (RedisServer, FaultProxy, redhold::Client) {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
     let client = redhold::Client::builder()
@@ -28,7 +28,7 @@ fn setup(retry_attempts: u32) -> (RedisServer, FaultProxy, redhold::Client) {
 }
 
 /// Arms `action` on the next script call that names `name`.
-fn arm(proxy: &FaultProxy, name: &str, action: Action) -> crate::fault_proxy::Armed {
+pub(crate) fn arm(proxy: &FaultProxy, name: &str, action: Action) -> crate::fault_proxy::Armed {
     proxy.arming().arm(Rule {
         matcher: Matcher::script(name, &[]),
         action,
@@ -37,7 +37,7 @@ fn arm(proxy: &FaultProxy, name: &str, action: Action) -> crate::fault_proxy::Ar
 
 /// How many holds Redis counts for the hash `name`, all fields together
 /// (the `mode` field of a read-write lock left out).
-fn holds_in_redis(server: &RedisServer, name: &str) -> i64 {
+pub(crate) fn holds_in_redis(server: &RedisServer, name: &str) -> i64 {
     let fields: Vec<(String, String)> = server.cmd(&["HGETALL", name]);
     fields
         .iter()

@@ -25,6 +25,7 @@ mod hostile_replies;
 mod lost_release;
 mod outage;
 mod pubsub_killed;
+mod reentry_after_wipe;
 mod renewal_reply;
 mod server_restart;
 mod server_stall;
