@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use redhold::{Client, Interrupt};
 
 mod stalled_drop;
+mod wiped_reentry;
 
 use crate::config::{
     CONNECT_TIMEOUT, FAIR_WAIT, RESPONSE_TIMEOUT, RETRY_ATTEMPTS, RETRY_DELAY, WATCHDOG,
@@ -610,20 +611,7 @@ impl Actor {
             } => self.stalled_drop(index, delay, reacquire, restart),
             Op::Work(pause) => self.pause(pause),
             Op::ForceUnlock(target) => {
-                let set = self.spec.slot.current();
-                self.record(Event::ForceStart {
-                    actor: self.spec.id,
-                    kind: target.kind,
-                    names: target.joined(),
-                });
-                let result = match targets::force_unlock(&set, &target) {
-                    Ok(deleted) => deleted.to_string(),
-                    Err(e) => targets::error_word(&e),
-                };
-                self.record(Event::ForceEnd {
-                    actor: self.spec.id,
-                    result,
-                });
+                self.force_unlock(&target);
             }
             Op::Check {
                 kind,
@@ -657,7 +645,29 @@ impl Actor {
                 hold,
                 race_join,
             } => self.shared_channel_wake(first, then, lease, hold, race_join),
+            Op::WipedReentry { target, spoil } => self.wiped_reentry(target, spoil),
         }
+    }
+
+    /// `force_unlock` of `target` with the actor's current client set,
+    /// recorded; whether it deleted anything.
+    fn force_unlock(&mut self, target: &Target) -> bool {
+        let set = self.spec.slot.current();
+        self.record(Event::ForceStart {
+            actor: self.spec.id,
+            kind: target.kind,
+            names: target.joined(),
+        });
+        let outcome = targets::force_unlock(&set, target);
+        let result = match &outcome {
+            Ok(deleted) => deleted.to_string(),
+            Err(e) => targets::error_word(e),
+        };
+        self.record(Event::ForceEnd {
+            actor: self.spec.id,
+            result,
+        });
+        matches!(outcome, Ok(true))
     }
 
     /// A helper thread `k` (0..8) of this actor doing one acquire of
@@ -869,6 +879,7 @@ impl Actor {
             target.clone(),
             Method::TryFor(Duration::from_millis(200)),
             false,
+            None,
         );
         let kept = self
             .held
@@ -944,21 +955,29 @@ impl Actor {
 
     fn acquire(&mut self, target: Target, method: Method, reentrant: bool) {
         let set = self.spec.slot.current();
-        self.acquire_with(set, target, method, reentrant);
+        self.acquire_with(set, target, method, reentrant, None);
     }
 
     /// Acquires `target` with the client set `set`, records it, and keeps
-    /// the guard in `held`.
+    /// the guard in `held`. Its reply is spoiled now and then at random,
+    /// or with `spoil` (see [`crate::spoiled::arm`]).
     fn acquire_with(
         &mut self,
         set: Arc<ClientSet>,
         target: Target,
         method: Method,
         reentrant: bool,
+        spoil: Option<u8>,
     ) {
         let method = targets::effective(target.kind, method);
         let op = self.record_call(&set, &target, method, method.label(), reentrant);
-        let spoiled = crate::spoiled::arm(&mut self.rng, self.spec.proxy.as_ref(), &set, &target);
+        let spoiled = crate::spoiled::arm(
+            &mut self.rng,
+            self.spec.proxy.as_ref(),
+            &set,
+            &target,
+            spoil,
+        );
         let called = Instant::now();
         let outcome = targets::acquire(&set, &target, method, &self.spec.interrupts);
         if let Some(spoiled) = spoiled {

@@ -125,6 +125,12 @@ pub(crate) enum Op {
     /// thread holds only through live guards (none leaked): it must answer
     /// `NotHeld` and leave every hold alone.
     UnlockGuarded { index: usize },
+    /// Take `target` (a single lock), have it force-unlocked, let another
+    /// thread of the client take and release it, then re-enter it with
+    /// the reply spoiled by `spoil` (when the run has a fault proxy), and
+    /// unlock the first guard: its hold was lost, so its release must not
+    /// say `Ok` (see `actors/wiped_reentry.rs`).
+    WipedReentry { target: Target, spoil: u8 },
 }
 
 /// What a forked process does with the client it inherited.
@@ -194,6 +200,7 @@ enum Choice {
     SharedWait,
     SharedChannelWake,
     UnlockGuarded,
+    WipedReentry,
 }
 
 /// Draws the next operation; `Fork` only when `may_fork`.
@@ -253,6 +260,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (15, Choice::LongLease),
             (20, Choice::SharedWait),
             (12, Choice::SharedChannelWake),
+            (10, Choice::WipedReentry),
         ]
     };
     match rng.weighted(&table) {
@@ -344,6 +352,23 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
         Choice::UnlockGuarded => Op::UnlockGuarded {
             index: *rng.pick(&guarded),
         },
+        Choice::WipedReentry => {
+            let kind = *rng.pick(&[
+                Kind::Plain,
+                Kind::Fair,
+                Kind::Fenced,
+                Kind::Spin,
+                Kind::Read,
+                Kind::Write,
+            ]);
+            Op::WipedReentry {
+                target: Target {
+                    kind,
+                    names: vec![pick_name(rng, kind)],
+                },
+                spoil: rng.below(3) as u8,
+            }
+        }
         Choice::LongLease => Op::LongLease {
             target: shared_channel_target(rng),
             lease: rng.millis(LONG_LEASE_MS.0, LONG_LEASE_MS.1),

@@ -9,7 +9,7 @@
 //! | hold count | `hold_count()` / `is_held_by_current_thread()` match the held guards | leases close to their end, faults, force-unlocks, failed acquires or releases nearby |
 //! | loss noticed | a watched guard learns of a restart or force-unlock within a watchdog timeout | re-acquiring in between (documented) |
 //! | liveness | a waiter never waits more than [`LIVENESS_BOUND`] while the lock is free (counting every TTL a release may have left behind) | faults, force-unlocks; for fair locks also client shutdowns and failed waits (dead queue entries) |
-//! | silent loss | a release that returned `Ok` had no other holder enter its lock while its guard lived (the hold was lost; `unlock()` must say `LockLost`) | its thread taking the lock again before the release |
+//! | silent loss | a release that returned `Ok` had no other holder enter its lock while its guard lived (the hold was lost; `unlock()` must say `LockLost`) | its thread taking the lock again before a `Lock::unlock` that released it (a guard's release has no such excuse) |
 //! | guard after shutdown | an acquire never returns a guard clearly after its client's `shutdown()` began (flagged by the actor, see `actors::after_shutdown`) | a stall of the main server around it (a script in flight) |
 //! | left by shutdown | right after a client's `shutdown()` returned, every holder field of it in a lock hash belongs to a thread with a hold that may still be there: a guard alive at the shutdown, a leaked hold, a release with an unknown outcome, a phantom count, an acquire that failed with an error (`shutdown_rules.rs`, `remains.rs`) | a fault on that server around the shutdown |
 //! | release after shutdown | a release (`unlock()`, `Lock::unlock`) sent after its client's `shutdown()` returned does not say `Ok` | none (red locks are left out) |
@@ -614,10 +614,15 @@ fn silent_loss(m: &Model, v: &mut Verdict) {
         else {
             continue;
         };
-        // The thread took the lock again after the other holder came: its
-        // field is in the hash once more and a release may count it
-        // (`Lock::unlock` releases *a* hold of the thread).
-        let retaken = m.holds_of(h.actor).any(|o| {
+        // The thread took the lock again after the other holder came, and
+        // the release is `Lock::unlock`'s, which releases *a* hold of the
+        // thread: its field is in the hash once more. A guard's release
+        // has no such excuse: a lost hold's guard is stale once the thread
+        // takes the lock anew (a re-entry never takes it anew in the lost
+        // holds' name).
+        let by_lock_unlock = h.exit_how.starts_with("Lock::unlock");
+        let retaken = by_lock_unlock
+            && m.holds_of(h.actor).any(|o| {
             o.id != h.id
                 && o.client == h.client
                 && o.names.contains(name)

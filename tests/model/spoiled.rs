@@ -61,28 +61,36 @@ fn acquire_script(kind: Kind) -> Option<&'static str> {
     })
 }
 
-/// Maybe (at random) arms the proxy to spoil the reply of the calling
-/// thread's next acquire of `target` with `set`, after reading the
-/// thread's hold count. `None` when not armed.
+/// How a reply is spoiled, by number (`spoil` of [`arm`]).
+const SPOILS: [(Action, &str); 3] = [
+    (Action::GarbleReply(GARBLED), "garbled"),
+    (Action::CutMidReply, "cut mid-way"),
+    (Action::LoseReply, "lost"),
+];
+
+/// Arms the proxy to spoil the reply of the calling thread's next acquire
+/// of `target` with `set`, after reading the thread's hold count: the
+/// `spoil`-th way of [`SPOILS`] (modulo their number) when one is given,
+/// else now and then at random. `None` when not armed.
 pub(crate) fn arm(
     rng: &mut Rng,
     proxy: Option<&Arming>,
     set: &ClientSet,
     target: &Target,
+    spoil: Option<u8>,
 ) -> Option<Spoiled> {
     let proxy = proxy?;
     let script = acquire_script(target.kind)?;
-    if !rng.chance(SPOIL) {
-        return None;
-    }
+    let (action, what) = match spoil {
+        Some(n) => SPOILS[usize::from(n) % SPOILS.len()],
+        None if rng.chance(SPOIL) => {
+            rng.weighted(&[(40, SPOILS[0]), (30, SPOILS[1]), (30, SPOILS[2])])
+        }
+        None => return None,
+    };
     let name = target.names[0];
     let faults_before = FAULT_MOMENTS.load(Ordering::SeqCst);
     let before = targets::hold_count(set, target.kind, name, false).ok()?;
-    let (action, what) = rng.weighted(&[
-        (40, (Action::GarbleReply(GARBLED), "garbled")),
-        (30, (Action::CutMidReply, "cut mid-way")),
-        (30, (Action::LoseReply, "lost")),
-    ]);
     let client: &Client = &set.clients[0];
     let uuid = client.id().to_string();
     let full = set.full(name);
@@ -136,25 +144,22 @@ impl Spoiled {
         // Odd: a fault was under way when it was armed.
         let fault_nearby = self.faults_before % 2 == 1
             || FAULT_MOMENTS.load(Ordering::SeqCst) != self.faults_before;
-        // Redis had lost holds the thread still counts (a force-unlock, a
-        // restart) and the acquire ran twice: Redis cannot tell that from
-        // a re-entry of the lost holds, and neither can the library. Every
-        // count still has a guard that releases it, so none is orphaned;
-        // the lost guards' silence is the oracle's "thread took the lock
-        // again before the release" excuse.
-        let guarded_reentry = self.before < guards && after == guards + u32::from(took);
-        if guarded_reentry && after > expected {
+        // No excuse when Redis had lost holds the thread still counts (a
+        // force-unlock, a restart): a re-entry never takes the lock anew,
+        // so a count above the baseline is this call's, whatever the
+        // guards say.
+        if self.before < guards {
             recorder.record(Event::Note {
                 text: format!(
-                    "actor {actor}: Redis had lost {} of its {guards} holds of {} {}; the \
-                     repeated acquire counts as their re-entry ({after} holds, each with a guard)",
+                    "actor {actor}: Redis had lost {} of its {guards} holds of {} {} before \
+                     its spoiled acquire",
                     guards - self.before,
                     self.kind.as_str(),
                     self.name,
                 ),
             });
         }
-        if after > expected && !fault_nearby && !guarded_reentry {
+        if after > expected && !fault_nearby {
             recorder.record(Event::Flag {
                 actor,
                 text: format!(
