@@ -623,13 +623,13 @@ fn silent_loss(m: &Model, v: &mut Verdict) {
         let by_lock_unlock = h.exit_how.starts_with("Lock::unlock");
         let retaken = by_lock_unlock
             && m.holds_of(h.actor).any(|o| {
-            o.id != h.id
-                && o.client == h.client
-                && o.names.contains(name)
-                && o.mode() == h.mode()
-                && o.enter > other.enter
-                && o.enter < released
-        });
+                o.id != h.id
+                    && o.client == h.client
+                    && o.names.contains(name)
+                    && o.mode() == h.mode()
+                    && o.enter > other.enter
+                    && o.enter < released
+            });
         if retaken {
             v.excuse("silent loss: the thread took the lock again before the release");
             continue;
