@@ -35,6 +35,22 @@ pub(crate) fn arm(proxy: &FaultProxy, name: &str, action: Action) -> crate::faul
     })
 }
 
+/// Runs `check(args…, lock)` on a lock of every single kind (plain, fair,
+/// fenced, spin, read, write), named `<prefix>:<kind>`, of `client`.
+macro_rules! on_every_kind {
+    ($client:expr, $prefix:literal, $check:expr $(, $arg:expr)*) => {{
+        let client: &redhold::Client = &$client;
+        let rw = |name: &str| client.read_write_lock(name);
+        $check($($arg,)* &client.lock(concat!($prefix, ":plain")));
+        $check($($arg,)* &client.fair_lock(concat!($prefix, ":fair")));
+        $check($($arg,)* &client.fenced_lock(concat!($prefix, ":fenced")));
+        $check($($arg,)* &client.spin_lock(concat!($prefix, ":spin")));
+        $check($($arg,)* &rw(concat!($prefix, ":rw-r")).read());
+        $check($($arg,)* &rw(concat!($prefix, ":rw-w")).write());
+    }};
+}
+pub(crate) use on_every_kind;
+
 /// How many holds Redis counts for the hash `name`, all fields together
 /// (the `mode` field of a read-write lock left out).
 pub(crate) fn holds_in_redis(server: &RedisServer, name: &str) -> i64 {
@@ -339,13 +355,7 @@ fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, loc
 #[test]
 fn a_retried_acquire_after_the_holds_were_wiped_is_one_new_hold_for_every_kind() {
     let (server, proxy, client) = setup(2);
-    let rw = |name: &str| client.read_write_lock(name);
-    wiped_then_retried(&server, &proxy, &client.lock("wiped:plain"));
-    wiped_then_retried(&server, &proxy, &client.fair_lock("wiped:fair"));
-    wiped_then_retried(&server, &proxy, &client.fenced_lock("wiped:fenced"));
-    wiped_then_retried(&server, &proxy, &client.spin_lock("wiped:spin"));
-    wiped_then_retried(&server, &proxy, &rw("wiped:rw-r").read());
-    wiped_then_retried(&server, &proxy, &rw("wiped:rw-w").write());
+    on_every_kind!(client, "wiped", wiped_then_retried, &server, &proxy);
 }
 
 /// The same wipe, then the next acquire's reply is garbled and the call
@@ -379,11 +389,5 @@ fn wiped_then_failed<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock
 #[test]
 fn a_failed_acquire_after_the_holds_were_wiped_gives_its_hold_back_for_every_kind() {
     let (server, proxy, client) = setup(0);
-    let rw = |name: &str| client.read_write_lock(name);
-    wiped_then_failed(&server, &proxy, &client.lock("wipedf:plain"));
-    wiped_then_failed(&server, &proxy, &client.fair_lock("wipedf:fair"));
-    wiped_then_failed(&server, &proxy, &client.fenced_lock("wipedf:fenced"));
-    wiped_then_failed(&server, &proxy, &client.spin_lock("wipedf:spin"));
-    wiped_then_failed(&server, &proxy, &rw("wipedf:rw-r").read());
-    wiped_then_failed(&server, &proxy, &rw("wipedf:rw-w").write());
+    on_every_kind!(client, "wipedf", wiped_then_failed, &server, &proxy);
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use redhold::{Error, Lock, LockKind};
 
-use crate::acquire_reply::{arm, holds_in_redis, setup, GARBLED};
+use crate::acquire_reply::{arm, holds_in_redis, on_every_kind, setup, GARBLED};
 use crate::fault_proxy::{Action, FaultProxy};
 use crate::support::RedisServer;
 
@@ -91,25 +91,13 @@ fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, loc
 #[test]
 fn a_failed_reentry_after_a_wipe_takes_nothing_and_the_wiped_guard_says_lost() {
     let (server, proxy, client) = setup(0);
-    let rw = |name: &str| client.read_write_lock(name);
-    wiped_then_failed(&server, &proxy, &client.lock("rw1:plain"));
-    wiped_then_failed(&server, &proxy, &client.fair_lock("rw1:fair"));
-    wiped_then_failed(&server, &proxy, &client.fenced_lock("rw1:fenced"));
-    wiped_then_failed(&server, &proxy, &client.spin_lock("rw1:spin"));
-    wiped_then_failed(&server, &proxy, &rw("rw1:rw-r").read());
-    wiped_then_failed(&server, &proxy, &rw("rw1:rw-w").write());
+    on_every_kind!(client, "rw1", wiped_then_failed, &server, &proxy);
 }
 
 #[test]
 fn a_retried_reentry_after_a_wipe_is_a_new_hold_and_the_wiped_guard_says_lost() {
     let (server, proxy, client) = setup(2);
-    let rw = |name: &str| client.read_write_lock(name);
-    wiped_then_retried(&server, &proxy, &client.lock("rw2:plain"));
-    wiped_then_retried(&server, &proxy, &client.fair_lock("rw2:fair"));
-    wiped_then_retried(&server, &proxy, &client.fenced_lock("rw2:fenced"));
-    wiped_then_retried(&server, &proxy, &client.spin_lock("rw2:spin"));
-    wiped_then_retried(&server, &proxy, &rw("rw2:rw-r").read());
-    wiped_then_retried(&server, &proxy, &rw("rw2:rw-w").write());
+    on_every_kind!(client, "rw2", wiped_then_retried, &server, &proxy);
 }
 
 /// Without any fault: a re-entry after the wipe is a new hold (the first

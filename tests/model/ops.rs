@@ -325,14 +325,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 let h = rng.pick(&singles);
                 (h.target.kind, h.target.names[0])
             } else {
-                let kind = *rng.pick(&[
-                    Kind::Plain,
-                    Kind::Fair,
-                    Kind::Fenced,
-                    Kind::Spin,
-                    Kind::Read,
-                    Kind::Write,
-                ]);
+                let kind = *rng.pick(&Kind::SINGLE);
                 (kind, pick_name(rng, kind))
             };
             Op::Check {
@@ -353,14 +346,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             index: *rng.pick(&guarded),
         },
         Choice::WipedReentry => {
-            let kind = *rng.pick(&[
-                Kind::Plain,
-                Kind::Fair,
-                Kind::Fenced,
-                Kind::Spin,
-                Kind::Read,
-                Kind::Write,
-            ]);
+            let kind = *rng.pick(&Kind::SINGLE);
             Op::WipedReentry {
                 target: Target {
                     kind,

@@ -43,6 +43,16 @@ impl Mode {
 }
 
 impl Kind {
+    /// The kinds of single locks (no multi-lock, no RedLock).
+    pub(crate) const SINGLE: [Kind; 6] = [
+        Kind::Plain,
+        Kind::Fair,
+        Kind::Fenced,
+        Kind::Spin,
+        Kind::Read,
+        Kind::Write,
+    ];
+
     /// Every kind, in wire order.
     pub(crate) const ALL: [Kind; 8] = [
         Kind::Plain,
