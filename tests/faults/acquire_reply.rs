@@ -303,29 +303,51 @@ fn a_lost_acquire_reply_retried_resolves_to_one_hold_for_every_kind() {
     }
 }
 
-/// Takes `lock` twice, then wipes Redis (a restart without persistence):
-/// the lock's name and the two guards, whose holds are gone.
-fn two_holds_wiped<K: LockKind>(
+/// Takes `lock` `holds` times, then wipes Redis (a restart without
+/// persistence): the lock's name and the guards, whose holds are gone.
+fn holds_wiped<K: LockKind>(
+    holds: usize,
     server: &RedisServer,
     lock: &Lock<K>,
 ) -> (String, Vec<redhold::LockGuard<K>>) {
-    let wiped = (0..2)
+    let wiped = (0..holds)
         .map(|_| lock.try_lock().expect("outer hold").expect("free"))
         .collect();
     server.cmd::<()>(&["FLUSHALL"]);
     (lock.name().to_owned(), wiped)
 }
 
-/// Holds the thread had are wiped from Redis (a restart without
+/// Every wiped guard knows its hold is gone, and its release says so
+/// instead of releasing a hold taken since.
+fn wiped_guards_say_lost<K: LockKind>(name: &str, wiped: Vec<redhold::LockGuard<K>>) {
+    for guard in wiped {
+        assert!(
+            !guard.is_held(),
+            "{name}: a wiped guard still counts as held"
+        );
+        let released = guard.unlock();
+        assert!(
+            matches!(released, Err(redhold::Error::LockLost { .. })),
+            "{name}: a wiped guard's release said {released:?}"
+        );
+    }
+}
+
+/// `holds` holds the thread had are wiped from Redis (a restart without
 /// persistence; `FLUSHALL` here), then its next acquire of the lock loses
-/// its reply and is retried: Redis counts the new acquire twice, which
-/// is still no more than the holds the thread had. That is a new
-/// generation with one hold, not a re-entry of the wiped ones: the hold
-/// counted twice is given back and the wiped guards report the loss, so
-/// that releasing them never frees the lock under the new guard (the
-/// checker's seed 5491602550734926002).
-fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock: &Lock<K>) {
-    let (name, wiped) = two_holds_wiped(server, lock);
+/// its reply and is retried. The call returns a guard of one new hold,
+/// the wiped guards report the loss, and releasing them never frees the
+/// lock under the new guard. With two holds, Redis once counted the new
+/// acquire twice, no more than the holds the thread had, and that was
+/// taken for a re-entry (the checker's seed 5491602550734926002); see
+/// `reentry_after_wipe.rs` for one.
+pub(crate) fn wiped_then_retried<K: LockKind>(
+    holds: usize,
+    server: &RedisServer,
+    proxy: &FaultProxy,
+    lock: &Lock<K>,
+) {
+    let (name, wiped) = holds_wiped(holds, server, lock);
     let armed = arm(proxy, &name, Action::LoseReply);
     let new = lock
         .try_lock_for(Duration::from_millis(500))
@@ -337,17 +359,13 @@ fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, loc
         1,
         "{name}: one hold, one guard"
     );
-    for guard in wiped {
-        assert!(
-            matches!(guard.unlock(), Err(redhold::Error::LockLost { .. })),
-            "{name}: a wiped guard released a hold"
-        );
-    }
+    wiped_guards_say_lost(&name, wiped);
     assert_eq!(
         holds_in_redis(server, &name),
         1,
         "{name}: the new hold stays"
     );
+    assert!(new.is_held(), "{name}: the new guard");
     drop(new);
     assert!(!server.exists(&name), "{name}: left held");
 }
@@ -355,16 +373,21 @@ fn wiped_then_retried<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, loc
 #[test]
 fn a_retried_acquire_after_the_holds_were_wiped_is_one_new_hold_for_every_kind() {
     let (server, proxy, client) = setup(2);
-    on_every_kind!(client, "wiped", wiped_then_retried, &server, &proxy);
+    on_every_kind!(client, "wiped", wiped_then_retried, 2, &server, &proxy);
 }
 
 /// The same wipe, then the next acquire's reply is garbled and the call
-/// fails: the hold its script took has no guard and must be given back,
-/// although the client still counts the wiped holds (2) above what Redis
-/// counts (1), which once read as "nothing extra" (the checker's seed
+/// fails: nothing may stay in Redis, and the wiped guards report the loss.
+/// With two holds, the client once counted the wiped holds (2) above what
+/// Redis counted (1) and read that as "nothing extra" (the checker's seed
 /// 6959796510194120993).
-fn wiped_then_failed<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock: &Lock<K>) {
-    let (name, wiped) = two_holds_wiped(server, lock);
+pub(crate) fn wiped_then_failed<K: LockKind>(
+    holds: usize,
+    server: &RedisServer,
+    proxy: &FaultProxy,
+    lock: &Lock<K>,
+) {
+    let (name, wiped) = holds_wiped(holds, server, lock);
     let armed = arm(proxy, &name, Action::GarbleReply(GARBLED));
     let failed = lock.try_lock();
     assert!(armed.wait_fired(Duration::from_secs(1)), "{name}: fired");
@@ -377,17 +400,12 @@ fn wiped_then_failed<K: LockKind>(server: &RedisServer, proxy: &FaultProxy, lock
         0,
         "{name}: a hold no guard owns"
     );
-    for guard in wiped {
-        assert!(
-            matches!(guard.unlock(), Err(redhold::Error::LockLost { .. })),
-            "{name}: a wiped guard released a hold"
-        );
-    }
+    wiped_guards_say_lost(&name, wiped);
     assert!(!server.exists(&name), "{name}: left held");
 }
 
 #[test]
 fn a_failed_acquire_after_the_holds_were_wiped_gives_its_hold_back_for_every_kind() {
     let (server, proxy, client) = setup(0);
-    on_every_kind!(client, "wipedf", wiped_then_failed, &server, &proxy);
+    on_every_kind!(client, "wipedf", wiped_then_failed, 2, &server, &proxy);
 }

@@ -489,14 +489,7 @@ fn any_target(rng: &mut Rng) -> Target {
 /// Two or three single locks of different kinds, on their kinds' names
 /// (now and then one shared with another kind, as `pick_name` does).
 fn mixed_members(rng: &mut Rng) -> Vec<Target> {
-    let mut kinds = vec![
-        Kind::Plain,
-        Kind::Fair,
-        Kind::Fenced,
-        Kind::Spin,
-        Kind::Read,
-        Kind::Write,
-    ];
+    let mut kinds = Kind::SINGLE.to_vec();
     for i in (1..kinds.len()).rev() {
         kinds.swap(i, rng.below(i as u64 + 1) as usize);
     }
