@@ -53,17 +53,21 @@ impl Kind {
         Kind::Write,
     ];
 
-    /// Every kind, in wire order.
-    pub(crate) const ALL: [Kind; 8] = [
-        Kind::Plain,
-        Kind::Fair,
-        Kind::Fenced,
-        Kind::Spin,
-        Kind::Read,
-        Kind::Write,
-        Kind::Multi,
-        Kind::Red,
-    ];
+    /// Every kind, in wire order: the single ones, then the multi-lock and
+    /// the RedLock.
+    pub(crate) const ALL: [Kind; 8] = {
+        let [plain, fair, fenced, spin, read, write] = Kind::SINGLE;
+        [
+            plain,
+            fair,
+            fenced,
+            spin,
+            read,
+            write,
+            Kind::Multi,
+            Kind::Red,
+        ]
+    };
 
     /// A short word for logs and the wire.
     pub(crate) fn as_str(self) -> &'static str {
