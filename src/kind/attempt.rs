@@ -44,6 +44,11 @@ pub enum AcquireReply<G> {
 impl<G> AcquireReply<G> {
     /// The reply code of [`AcquireReply::HoldsGone`] (`{2, 0}`).
     const HOLDS_GONE: i64 = 2;
+
+    /// Whether `reply` is [`AcquireReply::HoldsGone`]'s.
+    pub fn is_holds_gone(reply: &[i64]) -> bool {
+        *reply == [Self::HOLDS_GONE, 0]
+    }
 }
 
 /// One acquire attempt's arguments.
@@ -87,12 +92,5 @@ impl AcquireReply<()> {
             [Self::HOLDS_GONE, 0] => Ok(AcquireReply::HoldsGone),
             _ => Err(unexpected_reply(name, reply)),
         }
-    }
-}
-
-impl<G> AcquireReply<G> {
-    /// Whether `reply` is [`AcquireReply::HoldsGone`]'s.
-    pub fn is_holds_gone(reply: &[i64]) -> bool {
-        *reply == [Self::HOLDS_GONE, 0]
     }
 }

@@ -152,22 +152,7 @@ fn hand_over(
 ) {
     let name = format!("count:{}:{scenario}", meter.library);
     let round = |holder: &mut dyn PeerClient, waiter: &mut dyn PeerClient| {
-        thread::scope(|s| {
-            let (held_tx, held_rx) = mpsc::channel();
-            let (release_tx, release_rx) = mpsc::channel::<()>();
-            let name = &name;
-            s.spawn(move || {
-                holder.section(name, &mut || {
-                    held_tx.send(()).expect("held");
-                    let _ = release_rx.recv();
-                })
-            });
-            held_rx.recv().expect("the holder took the lock");
-            let waiting = s.spawn(move || waiter.section(name, &mut || {}));
-            thread::sleep(HOLD_FOR_WAITER);
-            release_tx.send(()).expect("release");
-            waiting.join().expect("the waiter panicked");
-        });
+        while_a_waiter_is_blocked(holder, waiter, &name, || thread::sleep(HOLD_FOR_WAITER));
     };
     for _ in 0..2 {
         round(holder.as_mut(), waiter.as_mut());
@@ -207,10 +192,26 @@ fn idle(peer: &dyn Peer, meter: &mut Meter<'_>) {
     let name = format!("count:{}:idle", peer.key());
     let (mut holder, mut waiter) = (peer.client(), peer.client());
     waiter.section(&name, &mut || {});
+    while_a_waiter_is_blocked(holder.as_mut(), waiter.as_mut(), &name, || {
+        thread::sleep(IDLE_SETTLE);
+        meter.measure("idle", IDLE_WINDOW.as_secs() as usize, || {
+            thread::sleep(IDLE_WINDOW)
+        });
+    });
+}
+
+/// `holder` takes `name` and keeps it while `waiter` waits for it and
+/// `while_blocked` runs; then the holder releases, and the waiter takes
+/// and releases the lock.
+fn while_a_waiter_is_blocked(
+    holder: &mut dyn PeerClient,
+    waiter: &mut dyn PeerClient,
+    name: &str,
+    while_blocked: impl FnOnce(),
+) {
     thread::scope(|s| {
         let (held_tx, held_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
-        let (name, holder, waiter) = (&name, &mut holder, &mut waiter);
         s.spawn(move || {
             holder.section(name, &mut || {
                 held_tx.send(()).expect("held");
@@ -219,10 +220,7 @@ fn idle(peer: &dyn Peer, meter: &mut Meter<'_>) {
         });
         held_rx.recv().expect("the holder took the lock");
         let waiting = s.spawn(move || waiter.section(name, &mut || {}));
-        thread::sleep(IDLE_SETTLE);
-        meter.measure("idle", IDLE_WINDOW.as_secs() as usize, || {
-            thread::sleep(IDLE_WINDOW)
-        });
+        while_blocked();
         release_tx.send(()).expect("release");
         waiting.join().expect("the waiter panicked");
     });
