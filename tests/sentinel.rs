@@ -16,6 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use redhold::{Client, Error, LossCause};
+#[cfg(feature = "tls")]
+use support::sentinel::TlsSentinelSetup;
 use support::sentinel::{SentinelSetup, MASTER_NAME};
 
 /// Generous bound for anything that should take milliseconds; far below the
@@ -411,4 +413,43 @@ fn a_stopped_sentinel_costs_no_more_than_the_timeouts() {
         .join_within(PROMPTLY)
         .expect("shutdown with a stopped sentinel");
     setup.sentinels[0].thaw();
+}
+
+/// Sentinel and master over TLS, signed by a private authority given as
+/// `tls_root_cert`: the look-up and the master's connections trust it, and
+/// only it (before, they trusted the platform's roots alone, so `build()`
+/// failed with a certificate error).
+#[cfg(feature = "tls")]
+#[test]
+fn a_tls_deployment_is_reached_with_the_given_root_certificate() {
+    let setup = TlsSentinelSetup::start();
+    let build = |root: Vec<u8>| {
+        Client::builder()
+            .sentinel([setup.sentinel_tls_url()], MASTER_NAME)
+            .tls_root_cert(root)
+            .connect_timeout(Duration::from_secs(1))
+            .response_timeout(Duration::from_secs(1))
+            .build()
+    };
+    let client =
+        |root| build(root).unwrap_or_else(|e| panic!("sentinel client over TLS: {}", e.report()));
+    let (a, b) = (client(setup.master.ca_pem()), client(setup.master.ca_pem()));
+
+    let guard = a.lock("over-tls").lock().expect("lock over TLS");
+    assert_eq!(setup.master.cmd(&["EXISTS", "over-tls"]), "1");
+    assert!(
+        b.lock("over-tls").try_lock().expect("try_lock").is_none(),
+        "a second client got a held lock"
+    );
+    guard.unlock().expect("unlock over TLS");
+    waiter_is_woken(&a, &b, "woken-over-tls");
+
+    // An authority that signed nothing there is refused by the look-up.
+    let refused = build(setup.master.untrusted_ca_pem())
+        .expect_err("a client trusting another authority connected");
+    let report = refused.report();
+    assert!(
+        report.contains("certificate"),
+        "not a certificate error: {report}"
+    );
 }

@@ -167,8 +167,9 @@ impl Backend {
                 if infos.is_empty() {
                     return Err(invalid_url("", "no sentinel URL given"));
                 }
+                let tls = Arc::new(TlsConnector::new(config.tls_root_cert.clone()));
                 Ok(Backend::Sentinel {
-                    sentinels: Sentinels::new(infos, master.clone()),
+                    sentinels: Sentinels::new(infos, master.clone(), tls),
                     timeouts: (config.connect_timeout, config.response_timeout),
                 })
             }

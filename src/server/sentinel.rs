@@ -66,6 +66,9 @@ pub(crate) struct Sentinels {
     master_template: ConnectionInfo,
     /// The sentinel that answered last; look-ups start with it.
     first: AtomicUsize,
+    /// The client's TLS roots (`tls_root_cert`), for `rediss://` sentinels
+    /// and the master they name.
+    tls: Arc<TlsConnector>,
 }
 
 impl std::fmt::Debug for Sentinels {
@@ -79,8 +82,13 @@ impl std::fmt::Debug for Sentinels {
 }
 
 impl Sentinels {
-    /// The sentinels at `infos` (at least one), watching `master_name`.
-    pub(crate) fn new(infos: Vec<ConnectionInfo>, master_name: String) -> Self {
+    /// The sentinels at `infos` (at least one), watching `master_name`,
+    /// reached over TLS (for `rediss://`) trusting `tls`'s roots.
+    pub(crate) fn new(
+        infos: Vec<ConnectionInfo>,
+        master_name: String,
+        tls: Arc<TlsConnector>,
+    ) -> Self {
         let master_template = infos[0].clone();
         Sentinels {
             nodes: infos
@@ -93,6 +101,7 @@ impl Sentinels {
             master_name,
             master_template,
             first: AtomicUsize::new(0),
+            tls,
         }
     }
 
@@ -167,8 +176,7 @@ impl Sentinels {
     }
 
     fn open(&self, node: &Node, limits: Limits) -> RedisResult<Connection> {
-        Opener::new(node.info.clone(), Arc::new(TlsConnector::new(None)))?
-            .open(limits.cut(limits.connect)?)
+        Opener::new(node.info.clone(), Arc::clone(&self.tls))?.open(limits.cut(limits.connect)?)
     }
 
     /// Sends `SENTINEL MASTER <name>` on `conn`, which is kept for the next
@@ -204,17 +212,19 @@ impl Sentinels {
         limits: Limits,
     ) -> RedisResult<(ConnectionInfo, Connection)> {
         let addr = match self.master_template.addr() {
-            ConnectionAddr::TcpTls { .. } => ConnectionAddr::TcpTls {
+            // The master is reached as the first sentinel is: TLS or not,
+            // verified or not (`#insecure`).
+            ConnectionAddr::TcpTls { insecure, .. } => ConnectionAddr::TcpTls {
                 host,
                 port,
-                insecure: false,
+                insecure: *insecure,
                 tls_params: None,
             },
             _ => ConnectionAddr::Tcp(host, port),
         };
         let info = self.master_template.clone().set_addr(addr);
-        let mut conn = Opener::new(info.clone(), Arc::new(TlsConnector::new(None)))?
-            .open(limits.cut(limits.connect)?)?;
+        let mut conn =
+            Opener::new(info.clone(), Arc::clone(&self.tls))?.open(limits.cut(limits.connect)?)?;
         let response = limits.cut(limits.response)?;
         conn.set_read_timeout(Some(response))?;
         conn.set_write_timeout(Some(response))?;

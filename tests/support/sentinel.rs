@@ -10,7 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::replica::start_pair;
-use super::{check_version, fresh_dir, on_a_free_port, RedisServer, NOT_FOUND};
+use super::tls::TlsServer;
+use super::{check_version, free_port, fresh_dir, on_a_free_port, RedisServer, NOT_FOUND};
 
 /// The name the sentinels know the master by.
 pub(crate) const MASTER_NAME: &str = "mymaster";
@@ -161,12 +162,87 @@ impl SentinelSetup {
     }
 }
 
+/// A master that speaks TLS only and one sentinel watching it over TLS
+/// (`tls-replication yes`). The sentinel listens for TLS too, and on a
+/// plain port for the helpers.
+///
+/// Dropping it stops both and removes their directories.
+#[derive(Debug)]
+pub(crate) struct TlsSentinelSetup {
+    /// The master, with the certificates the sentinel also uses.
+    pub(crate) master: TlsServer,
+    /// The sentinel.
+    pub(crate) sentinel: Sentinel,
+    tls_port: u16,
+}
+
+impl TlsSentinelSetup {
+    /// Starts the master and the sentinel, and waits until the sentinel
+    /// has talked to the master over TLS.
+    ///
+    /// # Panics
+    ///
+    /// If a process does not start, or the sentinel does not reach the
+    /// master within 20 s.
+    pub(crate) fn start() -> TlsSentinelSetup {
+        let master = TlsServer::start();
+        let tls_port = free_port();
+        let file = |name: &str| master.certs_dir().join(name).display().to_string();
+        let extra = format!(
+            "tls-port {tls_port}\ntls-cert-file {}\ntls-key-file {}\n\
+             tls-ca-cert-file {}\ntls-auth-clients no\ntls-replication yes\n",
+            file("server.crt"),
+            file("server.key"),
+            file("ca.crt"),
+        );
+        let sentinel = Sentinel::start_with("127.0.0.1", master.port(), extra);
+        let setup = TlsSentinelSetup {
+            master,
+            sentinel,
+            tls_port,
+        };
+        setup.wait_until_the_master_answers_the_sentinel();
+        setup
+    }
+
+    fn wait_until_the_master_answers_the_sentinel(&self) {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            // The sentinel learns the master's role from its INFO reply,
+            // which needs the TLS connection to work.
+            let view = self.sentinel.master_state();
+            let reached = view.as_ref().is_ok_and(|v| {
+                v.get("flags").map(String::as_str) == Some("master")
+                    && v.get("role-reported").map(String::as_str) == Some("master")
+                    && v.get("info-refresh").is_some_and(|ms| ms != "0")
+            });
+            if reached {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sentinel did not reach the TLS master within {SETTLE_TIMEOUT:?}: \
+                 {view:#?}\n--- sentinel log ---\n{}",
+                self.sentinel.log()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `rediss://127.0.0.1:<tls port>/` of the sentinel.
+    pub(crate) fn sentinel_tls_url(&self) -> String {
+        format!("rediss://127.0.0.1:{}/", self.tls_port)
+    }
+}
+
 /// One `redis-server --sentinel` process with a writable config file.
 #[derive(Debug)]
 pub(crate) struct Sentinel {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// Lines added to the config file (TLS settings).
+    extra_config: String,
 }
 
 impl Sentinel {
@@ -187,11 +263,18 @@ impl Sentinel {
     ///
     /// If it does not answer PING within 10 s.
     pub(crate) fn start_monitoring(host: &str, master_port: u16) -> Sentinel {
+        Sentinel::start_with(host, master_port, String::new())
+    }
+
+    /// As [`start_monitoring`](Self::start_monitoring), with `extra_config`
+    /// appended to the config file.
+    fn start_with(host: &str, master_port: u16, extra_config: String) -> Sentinel {
         check_version();
         let mut sentinel = Sentinel {
             port: 0,
             dir: fresh_dir(),
             child: None,
+            extra_config,
         };
         if let Err(failure) = on_a_free_port(|port| {
             sentinel.port = port;
@@ -213,10 +296,11 @@ impl Sentinel {
             "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {log}\n\
              sentinel monitor {MASTER_NAME} {host} {master_port} 2\n\
              sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
-             sentinel failover-timeout {MASTER_NAME} 5000\n",
+             sentinel failover-timeout {MASTER_NAME} 5000\n{extra}",
             port = self.port,
             dir = self.dir.display(),
             log = log.display(),
+            extra = self.extra_config,
         );
         fs::write(&config, text).map_err(|e| format!("cannot write {}: {e}", config.display()))?;
         let _ = fs::remove_file(&log);
