@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use redis::{ConnectionInfo, ConnectionLike, IntoConnectionInfo, RedisResult};
 
 #[cfg(feature = "cluster")]
-use super::cluster_node::ClusterNode;
+use super::cluster_node::ScopedCluster;
 use super::connection::Connection;
 use super::opener::Opener;
 #[cfg(feature = "sentinel")]
@@ -27,6 +27,8 @@ pub(crate) enum Backend {
         client: redis::cluster::ClusterClient,
         /// The nodes given by the user, for pub/sub and topology queries.
         seeds: Vec<ConnectionInfo>,
+        /// The client's TLS roots, for `rediss://` nodes.
+        tls: Arc<TlsConnector>,
     },
     /// The master of a Sentinel-managed group, resolved again for every new
     /// connection, so that a failover is followed. Look-ups hold no lock
@@ -45,7 +47,7 @@ pub(crate) enum Conn {
     Single(Connection, String),
     // Boxed: a cluster connection is several times the size of a plain one.
     #[cfg(feature = "cluster")]
-    Cluster(Box<redis::cluster::ClusterConnection<ClusterNode>>),
+    Cluster(Box<ScopedCluster>),
 }
 
 impl Conn {
@@ -76,10 +78,7 @@ impl Conn {
                 c.set_write_timeout(Some(timeout))
             }
             #[cfg(feature = "cluster")]
-            Conn::Cluster(c) => {
-                c.set_read_timeout(Some(timeout))?;
-                c.set_write_timeout(Some(timeout))
-            }
+            Conn::Cluster(c) => c.set_timeouts(timeout),
         }
     }
 }
@@ -156,7 +155,8 @@ impl Backend {
                     url: crate::redact::redact_all(nodes),
                     reason: e.to_string(),
                 })?;
-                Ok(Backend::Cluster { client, seeds })
+                let tls = Arc::new(TlsConnector::new(config.tls_root_cert.clone()));
+                Ok(Backend::Cluster { client, seeds, tls })
             }
             #[cfg(feature = "sentinel")]
             Deployment::Sentinel { sentinels, master } => {
@@ -191,8 +191,8 @@ impl Backend {
                 Conn::Single(opener.open(connect_timeout)?, opener.address())
             }
             #[cfg(feature = "cluster")]
-            Backend::Cluster { client, .. } => {
-                Conn::Cluster(Box::new(client.get_generic_connection::<ClusterNode>()?))
+            Backend::Cluster { client, tls, .. } => {
+                Conn::Cluster(Box::new(ScopedCluster::open(client, tls)?))
             }
             #[cfg(feature = "sentinel")]
             Backend::Sentinel { sentinels, .. } => {

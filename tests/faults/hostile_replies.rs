@@ -177,3 +177,70 @@ fn a_huge_frame_on_pubsub_drops_the_connection_and_wake_ups_still_arrive() {
     let waited = waiter.join_within(PROMPTLY).duration_since(released);
     assert!(waited < PROMPTLY, "waited {waited:?} after the release");
 }
+
+/// A one-node TLS cluster that clients reach only through a raw proxy (the
+/// node announces the proxy's port), whose replies are then trickled, each
+/// TLS byte 400 ms after the one before: the acquire fails on the response
+/// timeout for the whole reply, as on one server. Before, a `rediss://`
+/// cluster node kept the redis crate's connection, whose timeout applies
+/// to each read, and the call waited for the last byte (over 10 s).
+#[cfg(all(feature = "cluster", feature = "tls"))]
+#[test]
+fn a_trickled_reply_from_a_tls_cluster_node_times_out_on_the_whole_reply() {
+    let node = crate::support::tls::TlsServer::start_with_args(&[
+        "--cluster-enabled",
+        "yes",
+        // Relative to the server's --dir.
+        "--cluster-config-file",
+        "nodes.conf",
+        "--tls-cluster",
+        "yes",
+    ]);
+    let proxy = FaultProxy::start_raw(node.port());
+    let port = proxy.port().to_string();
+    // With tls-cluster, this is the TLS port (every version since 6.2).
+    node.cmd(&["CONFIG", "SET", "cluster-announce-port", &port]);
+    let slots: Vec<String> = (0..16384).map(|slot| slot.to_string()).collect();
+    let mut add_slots = vec!["CLUSTER", "ADDSLOTS"];
+    add_slots.extend(slots.iter().map(String::as_str));
+    node.cmd(&add_slots);
+    let formed = Instant::now();
+    while !node.cmd(&["CLUSTER", "INFO"]).contains("cluster_state:ok") {
+        assert!(
+            formed.elapsed() < PROMPTLY,
+            "the one-node cluster did not form"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let response = Duration::from_secs(1);
+    let client = redhold::Client::builder()
+        .cluster([format!("rediss://127.0.0.1:{port}/")])
+        .tls_root_cert(node.ca_pem())
+        .connect_timeout(response)
+        .response_timeout(response)
+        .retry_attempts(0)
+        .build()
+        .unwrap_or_else(|e| panic!("cluster client over TLS: {}", e.report()));
+    let guard = client.lock("through-the-proxy").lock().expect("lock");
+    guard.unlock().expect("unlock");
+
+    proxy.trickle_all_replies(Some(Duration::from_millis(400)));
+    let lock = client.lock("trickled");
+    let started = Instant::now();
+    let outcome = bounded::spawn("try_lock", move || {
+        lock.try_lock()
+            .map(|guard| guard.is_some())
+            .map_err(|e| e.report())
+    })
+    .join_within(Duration::from_secs(60));
+    let took = started.elapsed();
+    proxy.trickle_all_replies(None);
+    let error = outcome.expect_err("a reply trickled past the response timeout was taken");
+    assert!(
+        error.contains("timeout") || error.contains("timed out"),
+        "{error}"
+    );
+    // The acquire's reply, then the look that settles its unknown outcome.
+    assert!(took < 2 * response + SLACK, "took {took:?}: {error}");
+}

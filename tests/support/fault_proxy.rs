@@ -21,7 +21,11 @@
 //!   filler.
 //!
 //! A rule fires once (on the first matching request, or the N-th with
-//! [`Matcher::nth`]) and is then spent. The proxy stops when dropped: it
+//! [`Matcher::nth`]) and is then spent.
+//!
+//! A proxy started with [`FaultProxy::start_raw`] does not look at the
+//! bytes at all (they may be TLS): it only forwards them, and trickles
+//! every reply while [`FaultProxy::trickle_all_replies`] says so. The proxy stops when dropped: it
 //! shuts every socket down and joins every thread it started.
 
 use std::io::{ErrorKind, Read, Write};
@@ -188,6 +192,10 @@ struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Requests lost, replies lost, replies delayed.
     counts: [AtomicU64; 4],
+    /// Forward the client's bytes without cutting them into requests.
+    raw: bool,
+    /// Send every server byte one at a time, this far apart.
+    trickle_all: Mutex<Option<Duration>>,
 }
 
 impl Shared {
@@ -242,6 +250,35 @@ impl FaultProxy {
     ///
     /// When no local port can be bound or no thread started.
     pub(crate) fn start(upstream_port: u16) -> FaultProxy {
+        FaultProxy::start_with(upstream_port, false)
+    }
+
+    /// Starts a proxy that forwards bytes without looking at them, for
+    /// TLS: rules never match; only
+    /// [`trickle_all_replies`](Self::trickle_all_replies) acts.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start) does.
+    #[allow(dead_code)] // tests/faults only: the checker speaks plain RESP
+    pub(crate) fn start_raw(upstream_port: u16) -> FaultProxy {
+        FaultProxy::start_with(upstream_port, true)
+    }
+
+    /// From now on (`Some`), every byte the server sends on any connection
+    /// goes out alone, `pause` after the one before; `None` ends that.
+    #[allow(dead_code)] // tests/faults only: the checker speaks plain RESP
+    pub(crate) fn trickle_all_replies(&self, pause: Option<Duration>) {
+        *self.shared.trickle_all.lock() = pause;
+    }
+
+    /// The port the proxy listens on.
+    #[allow(dead_code)] // tests/faults only: the checker speaks plain RESP
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn start_with(upstream_port: u16, raw: bool) -> FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault proxy");
         listener
             .set_nonblocking(true)
@@ -257,6 +294,8 @@ impl FaultProxy {
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             counts: Default::default(),
+            raw,
+            trickle_all: Mutex::new(None),
         });
         let for_acceptor = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
@@ -422,6 +461,12 @@ fn pump_requests(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
+        if shared.raw {
+            if server.write_all(&chunk[..n]).is_err() {
+                return;
+            }
+            continue;
+        }
         pending.extend_from_slice(&chunk[..n]);
         loop {
             let (used, args) = match parse_request(&pending) {
@@ -512,10 +557,27 @@ fn pump_replies(
                 return;
             }
         }
-        if client.write_all(&chunk[..n]).is_err() {
+        let trickle_all = *shared.trickle_all.lock();
+        let sent = match trickle_all {
+            Some(pause) => trickle(&chunk[..n], pause, client, shared),
+            None => client.write_all(&chunk[..n]).is_ok(),
+        };
+        if !sent {
             return;
         }
     }
+}
+
+/// Sends `bytes` one at a time, `pause` apart; false when the client is
+/// gone or the proxy stops.
+fn trickle(bytes: &[u8], pause: Duration, mut client: &TcpStream, shared: &Shared) -> bool {
+    for byte in bytes {
+        if shared.stop.load(Ordering::SeqCst) || client.write_all(&[*byte]).is_err() {
+            return false;
+        }
+        thread::sleep(pause);
+    }
+    true
 }
 
 /// Sends `reply` as `action` says, then forwards nothing more: the
@@ -524,12 +586,7 @@ fn spoil(action: Action, reply: &[u8], mut client: &TcpStream, shared: &Shared) 
     let stopped = || shared.stop.load(Ordering::SeqCst);
     match action {
         Action::TrickleReply(pause) => {
-            for byte in reply {
-                if stopped() || client.write_all(&[*byte]).is_err() {
-                    return;
-                }
-                thread::sleep(pause);
-            }
+            trickle(reply, pause, client, shared);
         }
         Action::FloodAfterReply(junk) => {
             if client
@@ -654,6 +711,8 @@ mod tests {
             live: Mutex::default(),
             threads: Mutex::default(),
             counts: Default::default(),
+            raw: false,
+            trickle_all: Mutex::default(),
         };
         let hit = vec![b"EVALSHA".to_vec(), b"sha".to_vec(), b"key".to_vec()];
         let miss = vec![b"EVALSHA".to_vec(), b"sha".to_vec(), b"other".to_vec()];
