@@ -453,3 +453,50 @@ fn a_tls_deployment_is_reached_with_the_given_root_certificate() {
         "not a certificate error: {report}"
     );
 }
+
+/// The sentinels replace a master that still runs, and cannot demote it
+/// (as when it is cut off from them but not from the clients): a client
+/// whose connections all lead to the old master drops them when the
+/// sentinels announce the new one, so its locks, its waiters' wake-ups and
+/// another client's meet on the new master. Before, it stayed on the old
+/// master for as long as its connections lived, and took there the locks
+/// that clients on the new master took too.
+#[test]
+fn clients_follow_the_sentinels_away_from_a_master_that_still_runs() {
+    let setup = SentinelSetup::start_with_undemotable_master();
+    let (a, b) = (client(&setup), client(&setup));
+    // Command and pub/sub connections to the master, used once.
+    waiter_is_woken(&a, &b, "woken-before");
+    waiter_is_woken(&b, &a, "woken-before-the-other-way");
+
+    setup.sentinels[0]
+        .cmd::<()>(&["SENTINEL", "FAILOVER", MASTER_NAME])
+        .expect("SENTINEL FAILOVER");
+    setup.wait_for_failover(FAILOVER_LIMIT);
+    let info: String = setup.master.cmd(&["INFO", "replication"]);
+    assert!(info.contains("role:master"), "the old master was demoted");
+
+    let moved = Instant::now();
+    loop {
+        let guard = a.lock("after").lock().expect("lock after the failover");
+        let on_new_master = setup.replica.exists("after");
+        guard.unlock().expect("unlock after the failover");
+        if on_new_master {
+            break;
+        }
+        assert!(
+            moved.elapsed() < RECOVERY_LIMIT,
+            "{RECOVERY_LIMIT:?} after the failover, the client still locks on the old master"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    let guard = a.lock("shared").lock().expect("lock on the new master");
+    assert!(setup.replica.exists("shared"));
+    assert!(
+        b.lock("shared").try_lock().expect("try_lock").is_none(),
+        "two clients hold one lock, one on each master"
+    );
+    guard.unlock().expect("unlock");
+    waiter_is_woken(&a, &b, "woken-after");
+    waiter_is_woken(&b, &a, "woken-after-the-other-way");
+}

@@ -48,6 +48,10 @@ pub(super) struct Shared {
     pub(super) server: Arc<Server>,
     /// Where reconnects are counted, for [`Stats`](crate::Stats).
     pub(super) counters: Arc<Counters>,
+    /// The connection to a sentinel, when the master is found through
+    /// sentinels (`sentinel_watch.rs`); empty otherwise.
+    #[cfg(feature = "sentinel")]
+    pub(super) sentinel_watch: Writer,
 }
 
 /// See the module table.

@@ -23,6 +23,8 @@ mod reserved;
 #[cfg(feature = "cluster")]
 mod retries;
 mod router;
+#[cfg(feature = "sentinel")]
+mod sentinel_watch;
 mod subscriber;
 mod threads;
 mod waiters;
@@ -61,11 +63,19 @@ impl PubSub {
             threads: Default::default(),
             server,
             counters,
+            #[cfg(feature = "sentinel")]
+            sentinel_watch: Default::default(),
         });
         router::start(&shared).map_err(|source| crate::error::Error::Connect {
             url: target,
             source,
         })?;
+        // Without it the client still works, and follows a failover when
+        // its connections to the old master fail.
+        #[cfg(feature = "sentinel")]
+        if let Err(e) = sentinel_watch::start(&shared) {
+            log::warn!("redhold: cannot start the sentinel watch thread: {e}");
+        }
         Ok(PubSub { shared })
     }
 
@@ -172,6 +182,8 @@ impl PubSub {
         self.shared.threads.stop();
         self.shared.registry.wake_everyone();
         self.shared.router.close_all();
+        #[cfg(feature = "sentinel")]
+        self.shared.sentinel_watch.detach();
         self.shared.threads.unpark_all();
     }
 }

@@ -77,7 +77,7 @@ fn spawn(shared: &Arc<Shared>, link: &Arc<Link>, reader: Reader) -> io::Result<(
 }
 
 /// Starts a background thread that sees `shared`.
-fn spawn_thread(
+pub(super) fn spawn_thread(
     shared: &Arc<Shared>,
     name: String,
     run: impl FnOnce(&Arc<Shared>) + Send + 'static,

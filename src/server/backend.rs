@@ -232,6 +232,15 @@ impl Backend {
         }
     }
 
+    /// The sentinels, when the master is found through them.
+    #[cfg(feature = "sentinel")]
+    pub(crate) fn sentinels(&self) -> Option<&Sentinels> {
+        match self {
+            Backend::Sentinel { sentinels, .. } => Some(sentinels),
+            _ => None,
+        }
+    }
+
     /// Whether this is a cluster.
     pub(crate) fn is_cluster(&self) -> bool {
         #[cfg(feature = "cluster")]

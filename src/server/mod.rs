@@ -42,6 +42,8 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 pub(crate) use opener::NOT_RESP;
 use pool::Pool;
+#[cfg(feature = "sentinel")]
+pub(crate) use sentinel::Sentinels;
 use socket::{Reader, Stream, TlsConnector};
 
 thread_local! {

@@ -2,6 +2,7 @@
 //! every command goes through.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,9 @@ pub(crate) struct Pool {
     backend: Backend,
     idle: Mutex<Vec<Conn>>,
     config: Config,
+    /// How many times the sentinels moved the master: a connection checked
+    /// out before a move is not taken back (it goes to the old master).
+    master_switches: AtomicU64,
 }
 
 impl std::fmt::Debug for Pool {
@@ -42,6 +46,7 @@ impl Pool {
             backend,
             idle: Mutex::new(Vec::new()),
             config: config.clone(),
+            master_switches: AtomicU64::new(0),
         };
         let connect_error = |source| Error::Connect {
             url: config.target(),
@@ -153,6 +158,7 @@ impl Pool {
                 _ => return Err(deadline_passed()),
             },
         };
+        let switches = self.master_switches.load(Ordering::SeqCst);
         let mut conn = self.checkout(left)?;
         let response_timeout = match left {
             Some(left) => {
@@ -178,6 +184,9 @@ impl Pool {
             // A reply not read whole (garbled, say) leaves the stream out
             // of step: the connection is closed, never reused.
             Err(e) if !reply_was_read(e) => {}
+            // One opened before the sentinels moved the master leads to
+            // the old one.
+            _ if self.master_switches.load(Ordering::SeqCst) != switches => {}
             // A connection whose timeouts were cut gets the full ones back
             // before anyone else uses it.
             _ if left.is_none() || conn.set_timeouts(self.config.response_timeout).is_ok() => {
@@ -216,6 +225,15 @@ impl Pool {
 
     /// Closes every idle connection.
     pub(crate) fn close_idle(&self) {
+        self.idle.lock().clear();
+    }
+
+    /// The sentinels moved the master: every connection opened before goes
+    /// (the idle ones now, the busy ones when their command is over), and
+    /// the next ones are looked up again.
+    #[cfg(feature = "sentinel")]
+    pub(crate) fn master_switched(&self) {
+        self.master_switches.fetch_add(1, Ordering::SeqCst);
         self.idle.lock().clear();
     }
 }

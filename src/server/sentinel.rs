@@ -20,6 +20,7 @@ use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, 
 
 use super::connection::Connection;
 use super::opener::Opener;
+use super::socket::{self, Reader, Stream};
 use super::stream::TlsConnector;
 
 /// The connect and response timeouts of one look-up, and the moment by
@@ -69,6 +70,8 @@ pub(crate) struct Sentinels {
     /// The client's TLS roots (`tls_root_cert`), for `rediss://` sentinels
     /// and the master they name.
     tls: Arc<TlsConnector>,
+    /// `ip:port` of the master the last look-up connected to.
+    last_master: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Sentinels {
@@ -102,6 +105,7 @@ impl Sentinels {
             master_template,
             first: AtomicUsize::new(0),
             tls,
+            last_master: Mutex::new(None),
         }
     }
 
@@ -133,9 +137,11 @@ impl Sentinels {
                     continue;
                 }
             };
+            let named = format!("{}:{}", address.0, address.1);
             match self.open_master(address, limits) {
                 Ok(found) => {
                     self.first.store(i, Ordering::Relaxed);
+                    *self.last_master.lock() = Some(named);
                     return Ok(found);
                 }
                 Err(e) => {
@@ -150,6 +156,32 @@ impl Sentinels {
         Err(master_error.or(last_error).unwrap_or_else(|| {
             RedisError::from((ErrorKind::EmptySentinelList, "no sentinel to ask"))
         }))
+    }
+
+    /// The name the sentinels know the master by.
+    pub(crate) fn master_name(&self) -> &str {
+        &self.master_name
+    }
+
+    /// `ip:port` of the master the last look-up connected to, if any.
+    pub(crate) fn last_master(&self) -> Option<String> {
+        self.last_master.lock().clone()
+    }
+
+    /// Opens a pub/sub socket to sentinel `index` (modulo their number),
+    /// authenticated and checked with `PING`, whose reader wakes every
+    /// `tick`; and names that sentinel, for logs.
+    pub(crate) fn open_watch(
+        &self,
+        index: usize,
+        timeouts: (Duration, Duration),
+        tick: Duration,
+    ) -> io::Result<(Reader, Stream, String)> {
+        let node = &self.nodes[index % self.nodes.len()];
+        let (connect, response) = timeouts;
+        let (reader, stream) =
+            socket::connect(&node.info, &self.tls, connect, response, tick, None)?;
+        Ok((reader, stream, node.info.addr().to_string()))
     }
 
     /// Asks one sentinel where the master is: `SENTINEL MASTER <name>`.

@@ -18,9 +18,20 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// If either does not start, or the replica is not in sync within 10 s.
 pub(crate) fn start_pair() -> (RedisServer, RedisServer) {
+    start_pair_with_master_args(&[])
+}
+
+/// As [`start_pair`], with `master_args` added to the master's arguments.
+///
+/// # Panics
+///
+/// As [`start_pair`] does.
+pub(crate) fn start_pair_with_master_args(master_args: &[&str]) -> (RedisServer, RedisServer) {
     let mut common = vec!["--repl-diskless-sync-delay", "0"];
     common.extend_from_slice(super::server_version().debug_command_args());
-    let master = RedisServer::start_with_args(&common);
+    let mut args = common.clone();
+    args.extend_from_slice(master_args);
+    let master = RedisServer::start_with_args(&args);
     let master_port = master.port().to_string();
     let mut args = vec!["--replicaof", "127.0.0.1", &master_port];
     args.extend_from_slice(&common);

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::replica::start_pair;
+use super::replica::{start_pair, start_pair_with_master_args};
 use super::tls::TlsServer;
 use super::{check_version, free_port, fresh_dir, on_a_free_port, RedisServer, NOT_FOUND};
 
@@ -48,7 +48,29 @@ impl SentinelSetup {
     /// If a process does not start or the deployment does not settle
     /// within 20 s (the message says what was missing).
     pub(crate) fn start() -> SentinelSetup {
-        let (master, replica) = start_pair();
+        SentinelSetup::around(start_pair())
+    }
+
+    /// As [`start`](Self::start), with a master that cannot be made a
+    /// replica (`SLAVEOF` and `REPLICAOF` are disabled on it): after a
+    /// failover it goes on running as a master, as one cut off from the
+    /// sentinels does until they can reach it again.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start) does.
+    pub(crate) fn start_with_undemotable_master() -> SentinelSetup {
+        SentinelSetup::around(start_pair_with_master_args(&[
+            "--rename-command",
+            "SLAVEOF",
+            "",
+            "--rename-command",
+            "REPLICAOF",
+            "",
+        ]))
+    }
+
+    fn around((master, replica): (RedisServer, RedisServer)) -> SentinelSetup {
         let sentinels = (0..3).map(|_| Sentinel::start(master.port())).collect();
         let setup = SentinelSetup {
             master,

@@ -57,6 +57,17 @@ pub(crate) fn client(
     lost: Arc<AtomicBool>,
     tallies: Arc<Tallies>,
 ) -> Client {
+    try_client(base, sync, lost, tallies).expect("a client of the failover deployment")
+}
+
+/// As [`client`], failing when the deployment cannot be reached (in the
+/// middle of a failover, say).
+pub(crate) fn try_client(
+    base: ClientBuilder,
+    sync: bool,
+    lost: Arc<AtomicBool>,
+    tallies: Arc<Tallies>,
+) -> Result<Client, Error> {
     let mut b = base
         .connect_timeout(Duration::from_secs(1))
         .response_timeout(Duration::from_secs(1))
@@ -72,7 +83,7 @@ pub(crate) fn client(
     if sync {
         b = b.sync_replicas(1, Duration::from_millis(500));
     }
-    b.build().expect("a client of the failover deployment")
+    b.build()
 }
 
 /// What one actor needs.
@@ -85,13 +96,28 @@ pub(crate) struct Actor<'a> {
     pub(crate) fired: Sender<()>,
     pub(crate) holds: &'a Mutex<Vec<Hold>>,
     pub(crate) tallies: &'a Tallies,
+    /// When set, the actor starts a new client before each section: a
+    /// program that starts while the deployment is split finds the master
+    /// through the sentinels, wherever the others are.
+    pub(crate) newcomer: Option<Box<dyn Fn() -> Result<Client, Error> + Send + 'a>>,
 }
 
 impl Actor<'_> {
     /// Takes, holds and releases locks until told to stop.
-    pub(crate) fn run(self, seed: u64) {
+    pub(crate) fn run(mut self, seed: u64) {
         let mut rng = Rng::stream(seed, self.id as u64);
         while !self.stop.load(Ordering::SeqCst) {
+            if let Some(start_client) = &self.newcomer {
+                match start_client() {
+                    Ok(fresh) => {
+                        let _ = std::mem::replace(&mut self.client, fresh).shutdown();
+                    }
+                    Err(_) => {
+                        thread::sleep(Duration::from_millis(50));
+                        continue;
+                    }
+                }
+            }
             let name = *rng.pick(&NAMES);
             self.lost.store(false, Ordering::SeqCst);
             let asked = Instant::now();

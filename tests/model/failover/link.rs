@@ -21,6 +21,13 @@
 //!   together with a `SIGKILL` of the server this is a crashed host: the
 //!   writes it acknowledged but had not yet sent to its replica are gone.
 //! - **come back** ([`Link::up`]), listening again on the same address.
+//! - **shut the sentinels out** ([`Link::isolate_sentinels`]): every
+//!   connection whose peer names itself `sentinel-…` (`CLIENT SETNAME`, as
+//!   sentinels do) is cut, now and as soon as it names itself, until
+//!   [`Link::admit_sentinels`]; clients and replicas are served as before.
+//!   The sentinels then take the server for down and fail it over while
+//!   it lives and serves its clients: a network partition between the
+//!   sentinels and a master.
 //!
 //! Why not simply `SIGSTOP` the replica, or `DEBUG SLEEP`/`CLIENT PAUSE`
 //! it: the master would still have written the stream into the replica's
@@ -54,6 +61,7 @@ struct Conn {
     client: TcpStream,
     server: TcpStream,
     replication: AtomicBool,
+    sentinel: AtomicBool,
 }
 
 /// What the acceptor and the pumps share.
@@ -63,6 +71,8 @@ struct Shared {
     /// cluster bus port, whose binary messages could hold the words).
     sniff: bool,
     starving: AtomicBool,
+    /// Sentinels' connections are cut (see [`Link::isolate_sentinels`]).
+    isolating: AtomicBool,
     conns: Mutex<Vec<Arc<Conn>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Replication bytes held back (to be lost) since the last `down`.
@@ -112,6 +122,7 @@ impl Link {
                 upstream: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
                 sniff,
                 starving: AtomicBool::new(false),
+                isolating: AtomicBool::new(false),
                 conns: Mutex::new(Vec::new()),
                 threads: Mutex::new(Vec::new()),
                 withheld: AtomicU64::new(0),
@@ -195,6 +206,24 @@ impl Link {
     }
 }
 
+impl Link {
+    /// From now until [`admit_sentinels`](Self::admit_sentinels), cuts
+    /// every sentinel's connection to the server.
+    pub(crate) fn isolate_sentinels(&self) {
+        self.shared.isolating.store(true, Ordering::SeqCst);
+        for conn in self.shared.conns.lock().iter() {
+            if conn.sentinel.load(Ordering::SeqCst) {
+                cut(conn);
+            }
+        }
+    }
+
+    /// Lets sentinels reach the server again.
+    pub(crate) fn admit_sentinels(&self) {
+        self.shared.isolating.store(false, Ordering::SeqCst);
+    }
+}
+
 impl Drop for Link {
     fn drop(&mut self) {
         let _ = self.down();
@@ -235,6 +264,7 @@ fn forward(client: TcpStream, shared: &Arc<Shared>) {
         client,
         server,
         replication: AtomicBool::new(false),
+        sentinel: AtomicBool::new(false),
     });
     let mut threads = shared.threads.lock();
     threads.retain(|t| !t.is_finished());
@@ -281,7 +311,10 @@ fn pump_requests(mut from: TcpStream, conn: &Conn, shared: &Shared) {
         if shared.sniff && (contains(bytes, b"REPLCONF") || contains(bytes, b"PSYNC")) {
             conn.replication.store(true, Ordering::SeqCst);
         }
-        if to.write_all(bytes).is_err() {
+        if shared.sniff && contains(bytes, b"sentinel-") {
+            conn.sentinel.store(true, Ordering::SeqCst);
+        }
+        if shut_out(conn, shared) || to.write_all(bytes).is_err() {
             break;
         }
     }
@@ -298,6 +331,9 @@ fn pump_replies(mut from: TcpStream, conn: &Conn, shared: &Shared) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        if shut_out(conn, shared) {
+            break;
+        }
         if conn.replication.load(Ordering::SeqCst) && shared.starving.load(Ordering::SeqCst) {
             // Held back until the link goes down, i.e. lost: the stream
             // after this point cannot be resumed, and never is.
@@ -309,6 +345,11 @@ fn pump_replies(mut from: TcpStream, conn: &Conn, shared: &Shared) {
         }
     }
     cut(conn);
+}
+
+/// Whether `conn` is a sentinel's while sentinels are shut out.
+fn shut_out(conn: &Conn, shared: &Shared) -> bool {
+    conn.sentinel.load(Ordering::SeqCst) && shared.isolating.load(Ordering::SeqCst)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

@@ -1,6 +1,9 @@
 //! Two servers (one master, one replica, roles swapping at each failover)
 //! behind their [`Link`]s and three sentinels monitoring them through the
-//! links; crashing the master and bringing it back as a replica.
+//! links; crashing the master and bringing it back as a replica, or (the
+//! `live` mode) cutting the master off from the sentinels only, so that
+//! they replace it while it still serves its clients, and letting them
+//! reach it again after a while (they then demote it).
 
 use std::collections::HashMap;
 use std::thread;
@@ -13,6 +16,9 @@ use crate::support::RedisServer;
 
 /// How long a crash may take to become a promotion.
 const PROMOTION_LIMIT: Duration = Duration::from_secs(30);
+/// How long, in the `live` mode, the replaced master stays cut off from
+/// the sentinels after the promotion (it serves whoever still talks to it).
+const SPLIT_AFTER_PROMOTION: Duration = Duration::from_secs(2);
 
 /// One server and the link that stands for its address.
 #[derive(Debug)]
@@ -26,6 +32,8 @@ struct Node {
 pub(crate) struct Topology {
     nodes: [Node; 2],
     sentinels: Vec<Sentinel>,
+    /// Fail over by a partition from the sentinels, not by a crash.
+    live: bool,
 }
 
 impl Topology {
@@ -37,6 +45,20 @@ impl Topology {
     /// When a process does not start or the deployment is not healthy
     /// within 30 s.
     pub(crate) fn start() -> Topology {
+        Topology::start_with(false)
+    }
+
+    /// As [`start`](Self::start), for failovers of a master that lives on
+    /// (see the module documentation); nothing is starved then.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start) does.
+    pub(crate) fn start_live() -> Topology {
+        Topology::start_with(true)
+    }
+
+    fn start_with(live: bool) -> Topology {
         let nodes = [Node::start(), Node::start()];
         replicate(&nodes[1].server, nodes[0].server.port());
         let sentinels: Vec<Sentinel> = (0..3)
@@ -58,7 +80,11 @@ impl Topology {
             ])
             .expect("SENTINEL SET down-after-milliseconds");
         }
-        let topology = Topology { nodes, sentinels };
+        let topology = Topology {
+            nodes,
+            sentinels,
+            live,
+        };
         if topology.wait_healthy(Duration::from_secs(30)).is_none() {
             panic!("failover topology not healthy: {}", topology.describe());
         }
@@ -249,12 +275,33 @@ impl Deployment for Topology {
     }
 
     fn starve_replica_of(&self, master: usize) {
-        Topology::starve_replica_of(self, master);
+        if !self.live {
+            Topology::starve_replica_of(self, master);
+        }
     }
 
     /// A crash of the master, the sentinels' promotion of the replica, the
-    /// old master's rejoin.
+    /// old master's rejoin. Live: the master cut off from the sentinels,
+    /// their promotion of the replica, the split kept a while, and the
+    /// sentinels let back in (the next wait for health waits until they
+    /// have demoted it).
     fn fail_over(&mut self, master: usize) -> Result<u64, String> {
+        if self.live {
+            self.nodes[master].link.isolate_sentinels();
+            let promoted = self.wait_promoted(1 - master, PROMOTION_LIMIT);
+            if promoted {
+                thread::sleep(SPLIT_AFTER_PROMOTION);
+            }
+            self.nodes[master].link.admit_sentinels();
+            return if promoted {
+                Ok(0)
+            } else {
+                Err(format!(
+                    "no promotion within {PROMOTION_LIMIT:?}: {}",
+                    self.describe()
+                ))
+            };
+        }
         let withheld = self.crash(master);
         if !self.wait_promoted(1 - master, PROMOTION_LIMIT) {
             return Err(format!(
