@@ -81,7 +81,9 @@
 //! hears releases and wakes the threads parked on them, and one
 //! **watchdog** thread that renews every lock held without a lease, in one
 //! call per hundred locks, every third of the watchdog timeout. A process
-//! that dies stops renewing, so its locks expire on their own.
+//! that dies stops renewing, so its locks expire on their own. Through
+//! Sentinel, one more thread listens to a sentinel for `+switch-master`,
+//! so that the client leaves a replaced master at once.
 //! [`Client::stats`] shows what they are doing; [`Client::shutdown`] stops
 //! them and wakes every waiter with [`Error::Shutdown`].
 //!
