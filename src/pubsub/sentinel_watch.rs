@@ -108,6 +108,16 @@ fn listen(
     let mut ping_sent: Option<Instant> = None;
     while !shared.threads.is_stopping() {
         match reader.next()? {
+            Some(Frame::Error(refusal)) => {
+                // An ACL without SUBSCRIBE, say: the client then follows a
+                // failover only when its connections fail.
+                log::warn!(
+                    "redhold: sentinel {sentinel} refused the watch: {}",
+                    String::from_utf8_lossy(&refusal)
+                );
+                heard = Instant::now();
+                ping_sent = None;
+            }
             Some(frame) => {
                 heard = Instant::now();
                 ping_sent = None;
