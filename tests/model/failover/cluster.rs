@@ -139,6 +139,25 @@ impl ClusterTopology {
         })
     }
 
+    /// Whether node `i` sees the node on `port` as a replica.
+    fn is_replica_per(&self, i: usize, port: u16) -> bool {
+        let Ok(text) = self.nodes[i]
+            .server
+            .try_cmd::<String>(&["CLUSTER", "NODES"])
+        else {
+            return false;
+        };
+        text.lines().any(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let at_port = fields
+                .get(1)
+                .and_then(|a| a.split('@').next())
+                .and_then(|a| a.rsplit(':').next())
+                .is_some_and(|p| p == port.to_string());
+            at_port && fields.get(2).is_some_and(|flags| flags.contains("slave"))
+        })
+    }
+
     /// The node that `master` says is its online replica.
     fn replica_of(&self, master: usize) -> Option<usize> {
         let info = self.nodes[master]
@@ -173,6 +192,13 @@ impl ClusterTopology {
         let master = self.node_at(port)?;
         let replica = self.replica_of(master)?;
         if self.won_at[replica].is_some_and(|t| t.elapsed() < ELECTION_MEMORY) {
+            return None;
+        }
+        // A just-demoted master is still a master to nodes the news has
+        // not reached, and they deny it their vote: a forced failover sent
+        // to it then would never complete (seen once in CI under load).
+        let replica_port = self.nodes[replica].server.port();
+        if !(0..self.nodes.len()).all(|i| self.is_replica_per(i, replica_port)) {
             return None;
         }
         let replica_info = self.nodes[replica]
