@@ -88,12 +88,13 @@ fn listen(
     }
     let name = sentinels.master_name().as_bytes();
     writer.send(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", name])?;
-    let deadline = Instant::now() + config.response_timeout;
+    let deadline = Instant::now().checked_add(config.response_timeout);
     let reply = loop {
         if let Some(frame) = reader.next()? {
             break frame;
         }
-        if Instant::now() >= deadline || shared.threads.is_stopping() {
+        let late = deadline.is_some_and(|d| Instant::now() >= d);
+        if late || shared.threads.is_stopping() {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("sentinel {sentinel} did not say where the master is in time"),
@@ -108,20 +109,17 @@ fn listen(
     let mut ping_sent: Option<Instant> = None;
     while !shared.threads.is_stopping() {
         match reader.next()? {
-            Some(Frame::Error(refusal)) => {
-                // An ACL without SUBSCRIBE, say: the client then follows a
-                // failover only when its connections fail.
-                log::warn!(
-                    "redhold: sentinel {sentinel} refused the watch: {}",
-                    String::from_utf8_lossy(&refusal)
-                );
-                heard = Instant::now();
-                ping_sent = None;
-            }
             Some(frame) => {
                 heard = Instant::now();
                 ping_sent = None;
-                if let Some(address) = switched_to(&frame, name) {
+                if let Frame::Error(refusal) = &frame {
+                    // An ACL without SUBSCRIBE, say: the client then follows
+                    // a failover only when its connections fail.
+                    log::warn!(
+                        "redhold: sentinel {sentinel} refused the watch: {}",
+                        String::from_utf8_lossy(refusal)
+                    );
+                } else if let Some(address) = switched_to(&frame, name) {
                     note(shared, known, address);
                 }
             }

@@ -31,7 +31,7 @@ thread_local! {
 
 /// Runs `f` with `tls` lent to this thread for the node connections it
 /// opens; the thread's previous loan is back afterwards, panic or not.
-pub(crate) fn with_tls<T>(tls: &Arc<TlsConnector>, f: impl FnOnce() -> T) -> T {
+fn with_tls<T>(tls: &Arc<TlsConnector>, f: impl FnOnce() -> T) -> T {
     struct Restore(Option<Arc<TlsConnector>>);
     impl Drop for Restore {
         fn drop(&mut self) {

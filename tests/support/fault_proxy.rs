@@ -21,12 +21,12 @@
 //!   filler.
 //!
 //! A rule fires once (on the first matching request, or the N-th with
-//! [`Matcher::nth`]) and is then spent.
+//! [`Matcher::nth`]) and is then spent. The proxy stops when dropped: it
+//! shuts every socket down and joins every thread it started.
 //!
 //! A proxy started with [`FaultProxy::start_raw`] does not look at the
 //! bytes at all (they may be TLS): it only forwards them, and trickles
-//! every reply while [`FaultProxy::trickle_all_replies`] says so. The proxy stops when dropped: it
-//! shuts every socket down and joins every thread it started.
+//! every reply while [`FaultProxy::trickle_all_replies`] says so.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
