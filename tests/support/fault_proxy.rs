@@ -24,6 +24,13 @@
 //! [`Matcher::nth`]) and is then spent. The proxy stops when dropped: it
 //! shuts every socket down and joins every thread it started.
 //!
+//! [`Arming::partition`] (or [`Arming::start_partition`] and
+//! [`Arming::heal`]) cuts the network instead: every open connection is
+//! cut, and until it heals new connections are accepted but held silent
+//! (nothing read through, nothing answered), as behind a dead link, so a
+//! client's connects succeed and its requests time out. Healing closes
+//! the held connections; new ones are served again.
+//!
 //! A proxy started with [`FaultProxy::start_raw`] does not look at the
 //! bytes at all (they may be TLS): it only forwards them, and trickles
 //! every reply while [`FaultProxy::trickle_all_replies`] says so.
@@ -131,6 +138,38 @@ impl Matcher {
     }
 }
 
+/// Stalls the server at `port` for `duration` with `DEBUG SLEEP` sent on
+/// a side connection, from a thread of its own: the server reads nothing
+/// meanwhile, and the requests queued on its sockets run late when it
+/// wakes, after their callers gave up on them. The server must allow
+/// `DEBUG` (`support::server_version().debug_command_args()`). Join the
+/// handle to know the stall is over (it returns what `DEBUG` said).
+#[allow(dead_code)] // not every test binary that includes the proxy uses it
+pub(crate) fn stall_server(port: u16, duration: Duration) -> JoinHandle<Result<(), String>> {
+    let secs = format!("{:.3}", duration.as_secs_f64());
+    thread::Builder::new()
+        .name("debug-sleep".into())
+        .spawn(move || {
+            let mut side = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+            let request = format!(
+                "*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n${}\r\n{secs}\r\n",
+                secs.len()
+            );
+            side.write_all(request.as_bytes())
+                .map_err(|e| e.to_string())?;
+            let mut reply = [0u8; 64];
+            let n = side.read(&mut reply).map_err(|e| e.to_string())?;
+            match reply.get(..n) {
+                Some(b"+OK\r\n") => Ok(()),
+                other => Err(format!(
+                    "DEBUG SLEEP said {:?}",
+                    other.map(String::from_utf8_lossy)
+                )),
+            }
+        })
+        .expect("spawn the DEBUG SLEEP thread")
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -190,8 +229,13 @@ struct Shared {
     /// Both sockets of every live connection, to cut them all on stop.
     live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Requests lost, replies lost, replies delayed.
-    counts: [AtomicU64; 4],
+    /// Requests lost, replies lost, replies delayed, requests delayed,
+    /// partitions.
+    counts: [AtomicU64; 5],
+    /// `Some` while partitioned: the connections accepted meanwhile, held
+    /// silent. The acceptor holds this lock while it serves a connection,
+    /// so a partition cannot miss one that is being set up.
+    partition: Mutex<Option<Vec<TcpStream>>>,
     /// Forward the client's bytes without cutting them into requests.
     raw: bool,
     /// Send every server byte one at a time, this far apart.
@@ -294,6 +338,7 @@ impl FaultProxy {
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             counts: Default::default(),
+            partition: Mutex::new(None),
             raw,
             trickle_all: Mutex::new(None),
         });
@@ -321,16 +366,18 @@ impl FaultProxy {
         }
     }
 
-    /// `lost request N, lost reply N, delayed reply N, delayed request N`
-    /// (delayed replies count the trickled and flooded ones too).
+    /// `lost request N, lost reply N, delayed reply N, delayed request N,
+    /// partitions N` (delayed replies count the trickled and flooded ones
+    /// too).
     pub(crate) fn summary(&self) -> String {
         let c = |i: usize| self.shared.counts[i].load(Ordering::Relaxed);
         format!(
-            "lost request {}, lost reply {}, delayed reply {}, delayed request {}",
+            "lost request {}, lost reply {}, delayed reply {}, delayed request {}, partitions {}",
             c(0),
             c(1),
             c(2),
-            c(3)
+            c(3),
+            c(4)
         )
     }
 }
@@ -351,6 +398,39 @@ impl Arming {
             shared: Arc::clone(&self.shared),
         }
     }
+
+    /// Cuts every open connection and holds new ones silent until
+    /// [`heal`](Self::heal). A partition already on goes on.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn start_partition(&self) {
+        let mut partition = self.shared.partition.lock();
+        if partition.is_some() {
+            return;
+        }
+        *partition = Some(Vec::new());
+        self.shared.counts[4].fetch_add(1, Ordering::Relaxed);
+        for (_, client, server) in self.shared.live.lock().drain(..) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Ends a partition: the connections held silent are closed, new ones
+    /// are served again.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn heal(&self) {
+        for held in self.shared.partition.lock().take().unwrap_or_default() {
+            let _ = held.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// A partition `duration` long: returns once it healed.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn partition(&self, duration: Duration) {
+        self.start_partition();
+        thread::sleep(duration);
+        self.heal();
+    }
 }
 
 impl Drop for FaultProxy {
@@ -362,6 +442,9 @@ impl Drop for FaultProxy {
         for (_, client, server) in self.shared.live.lock().drain(..) {
             let _ = client.shutdown(Shutdown::Both);
             let _ = server.shutdown(Shutdown::Both);
+        }
+        for held in self.shared.partition.lock().take().unwrap_or_default() {
+            let _ = held.shutdown(Shutdown::Both);
         }
         let threads: Vec<_> = self.shared.threads.lock().drain(..).collect();
         for t in threads {
@@ -375,7 +458,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         match listener.accept() {
             Ok((client, _)) => {
                 let _ = client.set_nonblocking(false);
-                serve(client, shared);
+                let mut partition = shared.partition.lock();
+                match partition.as_mut() {
+                    // Accepted, then never read nor answered.
+                    Some(held) => held.push(client),
+                    None => serve(client, shared),
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => thread::sleep(ACCEPT_POLL),
             Err(_) => thread::sleep(ACCEPT_POLL),
@@ -711,6 +799,7 @@ mod tests {
             live: Mutex::default(),
             threads: Mutex::default(),
             counts: Default::default(),
+            partition: Mutex::default(),
             raw: false,
             trickle_all: Mutex::default(),
         };
