@@ -62,6 +62,12 @@ pub(crate) enum Action {
     LoseRequest,
     /// Forward the request, cut the connection when its reply comes.
     LoseReply,
+    /// As [`LoseReply`](Self::LoseReply), and start a partition at that
+    /// moment (see [`Arming::start_partition`]): the caller's resend finds
+    /// the network gone, not a fresh connection. Heal it with
+    /// [`Arming::heal`].
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    LoseReplyAndPartition,
     /// Forward the request, hold its reply back this long.
     DelayReply(Duration),
     /// Hold the request back this long, then forward it (a stalled server:
@@ -265,7 +271,10 @@ impl Shared {
     fn fire(&self, id: u64, action: Action) {
         let slot = match action {
             Action::LoseRequest => 0,
-            Action::LoseReply | Action::GarbleReply(_) | Action::CutMidReply => 1,
+            Action::LoseReply
+            | Action::LoseReplyAndPartition
+            | Action::GarbleReply(_)
+            | Action::CutMidReply => 1,
             Action::DelayReply(_) | Action::TrickleReply(_) | Action::FloodAfterReply(_) => 2,
             Action::DelayRequest(_) => 3,
         };
@@ -276,6 +285,20 @@ impl Shared {
 
     fn forget(&self, conn: u64) {
         self.live.lock().retain(|(id, _, _)| *id != conn);
+    }
+
+    /// See [`Arming::start_partition`].
+    fn start_partition(&self) {
+        let mut partition = self.partition.lock();
+        if partition.is_some() {
+            return;
+        }
+        *partition = Some(Vec::new());
+        self.counts[4].fetch_add(1, Ordering::Relaxed);
+        for (_, client, server) in self.live.lock().drain(..) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
     }
 }
 
@@ -403,16 +426,7 @@ impl Arming {
     /// [`heal`](Self::heal). A partition already on goes on.
     #[allow(dead_code)] // not every test binary that includes the proxy uses it
     pub(crate) fn start_partition(&self) {
-        let mut partition = self.shared.partition.lock();
-        if partition.is_some() {
-            return;
-        }
-        *partition = Some(Vec::new());
-        self.shared.counts[4].fetch_add(1, Ordering::Relaxed);
-        for (_, client, server) in self.shared.live.lock().drain(..) {
-            let _ = client.shutdown(Shutdown::Both);
-            let _ = server.shutdown(Shutdown::Both);
-        }
+        self.shared.start_partition();
     }
 
     /// Ends a partition: the connections held silent are closed, new ones
@@ -523,6 +537,8 @@ enum ReplyState {
     Pass,
     /// Cut the connection instead (a lost reply); the rule's id.
     Cut(u64),
+    /// The same, starting a partition; the rule's id.
+    CutAndPartition(u64),
     /// Hold them back this long first; the rule's id.
     Delay(Duration, u64),
     /// Other ways to spoil the reply: see [`spoil`].
@@ -572,6 +588,9 @@ fn pump_requests(
                 }
                 // Set before the request leaves, so its reply cannot slip by.
                 Some((id, Action::LoseReply)) => *replies.lock() = ReplyState::Cut(id),
+                Some((id, Action::LoseReplyAndPartition)) => {
+                    *replies.lock() = ReplyState::CutAndPartition(id);
+                }
                 Some((id, Action::DelayReply(d))) => *replies.lock() = ReplyState::Delay(d, id),
                 Some((id, Action::DelayRequest(d))) => {
                     shared.fire(id, Action::DelayRequest(d));
@@ -596,6 +615,7 @@ fn pump_requests(
                 matches!(
                     a,
                     Action::LoseReply
+                        | Action::LoseReplyAndPartition
                         | Action::DelayRequest(_)
                         | Action::GarbleReply(_)
                         | Action::CutMidReply
@@ -628,6 +648,11 @@ fn pump_replies(
             ReplyState::Pass => {}
             ReplyState::Cut(id) => {
                 shared.fire(id, Action::LoseReply);
+                return;
+            }
+            ReplyState::CutAndPartition(id) => {
+                shared.start_partition();
+                shared.fire(id, Action::LoseReplyAndPartition);
                 return;
             }
             ReplyState::Delay(d, _) => thread::sleep(d),

@@ -70,13 +70,15 @@ pub(crate) fn blow(
         let what = match rng.below(3) {
             0 => {
                 let name = &names[rng.below(names.len() as u64) as usize];
+                // The partition starts as the reply is lost: the caller's
+                // resends all meet it.
+                weather.begin();
                 let armed = proxy.arm(Rule {
                     matcher: Matcher::script(name, &[]),
-                    action: Action::LoseReply,
+                    action: Action::LoseReplyAndPartition,
                 });
                 let fired = armed.wait_fired(Duration::from_millis(1500));
                 armed.disarm();
-                weather.begin();
                 proxy.partition(partition);
                 weather.end();
                 format!(
