@@ -24,6 +24,13 @@
 //! [`Matcher::nth`]) and is then spent. The proxy stops when dropped: it
 //! shuts every socket down and joins every thread it started.
 //!
+//! [`Arming::partition`] (or [`Arming::start_partition`] and
+//! [`Arming::heal`]) cuts the network instead: every open connection is
+//! cut, and until it heals new connections are accepted but held silent
+//! (nothing read through, nothing answered), as behind a dead link, so a
+//! client's connects succeed and its requests time out. Healing closes
+//! the held connections; new ones are served again.
+//!
 //! A proxy started with [`FaultProxy::start_raw`] does not look at the
 //! bytes at all (they may be TLS): it only forwards them, and trickles
 //! every reply while [`FaultProxy::trickle_all_replies`] says so.
@@ -55,6 +62,12 @@ pub(crate) enum Action {
     LoseRequest,
     /// Forward the request, cut the connection when its reply comes.
     LoseReply,
+    /// As [`LoseReply`](Self::LoseReply), and start a partition at that
+    /// moment (see [`Arming::start_partition`]): the caller's resend finds
+    /// the network gone, not a fresh connection. Heal it with
+    /// [`Arming::heal`].
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    LoseReplyAndPartition,
     /// Forward the request, hold its reply back this long.
     DelayReply(Duration),
     /// Hold the request back this long, then forward it (a stalled server:
@@ -131,6 +144,38 @@ impl Matcher {
     }
 }
 
+/// Stalls the server at `port` for `duration` with `DEBUG SLEEP` sent on
+/// a side connection, from a thread of its own: the server reads nothing
+/// meanwhile, and the requests queued on its sockets run late when it
+/// wakes, after their callers gave up on them. The server must allow
+/// `DEBUG` (`support::server_version().debug_command_args()`). Join the
+/// handle to know the stall is over (it returns what `DEBUG` said).
+#[allow(dead_code)] // not every test binary that includes the proxy uses it
+pub(crate) fn stall_server(port: u16, duration: Duration) -> JoinHandle<Result<(), String>> {
+    let secs = format!("{:.3}", duration.as_secs_f64());
+    thread::Builder::new()
+        .name("debug-sleep".into())
+        .spawn(move || {
+            let mut side = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+            let request = format!(
+                "*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n${}\r\n{secs}\r\n",
+                secs.len()
+            );
+            side.write_all(request.as_bytes())
+                .map_err(|e| e.to_string())?;
+            let mut reply = [0u8; 64];
+            let n = side.read(&mut reply).map_err(|e| e.to_string())?;
+            match reply.get(..n) {
+                Some(b"+OK\r\n") => Ok(()),
+                other => Err(format!(
+                    "DEBUG SLEEP said {:?}",
+                    other.map(String::from_utf8_lossy)
+                )),
+            }
+        })
+        .expect("spawn the DEBUG SLEEP thread")
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -190,8 +235,13 @@ struct Shared {
     /// Both sockets of every live connection, to cut them all on stop.
     live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Requests lost, replies lost, replies delayed.
-    counts: [AtomicU64; 4],
+    /// Requests lost, replies lost, replies delayed, requests delayed,
+    /// partitions.
+    counts: [AtomicU64; 5],
+    /// `Some` while partitioned: the connections accepted meanwhile, held
+    /// silent. The acceptor holds this lock while it serves a connection,
+    /// so a partition cannot miss one that is being set up.
+    partition: Mutex<Option<Vec<TcpStream>>>,
     /// Forward the client's bytes without cutting them into requests.
     raw: bool,
     /// Send every server byte one at a time, this far apart.
@@ -221,7 +271,10 @@ impl Shared {
     fn fire(&self, id: u64, action: Action) {
         let slot = match action {
             Action::LoseRequest => 0,
-            Action::LoseReply | Action::GarbleReply(_) | Action::CutMidReply => 1,
+            Action::LoseReply
+            | Action::LoseReplyAndPartition
+            | Action::GarbleReply(_)
+            | Action::CutMidReply => 1,
             Action::DelayReply(_) | Action::TrickleReply(_) | Action::FloodAfterReply(_) => 2,
             Action::DelayRequest(_) => 3,
         };
@@ -232,6 +285,20 @@ impl Shared {
 
     fn forget(&self, conn: u64) {
         self.live.lock().retain(|(id, _, _)| *id != conn);
+    }
+
+    /// See [`Arming::start_partition`].
+    fn start_partition(&self) {
+        let mut partition = self.partition.lock();
+        if partition.is_some() {
+            return;
+        }
+        *partition = Some(Vec::new());
+        self.counts[4].fetch_add(1, Ordering::Relaxed);
+        for (_, client, server) in self.live.lock().drain(..) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
     }
 }
 
@@ -294,6 +361,7 @@ impl FaultProxy {
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             counts: Default::default(),
+            partition: Mutex::new(None),
             raw,
             trickle_all: Mutex::new(None),
         });
@@ -321,16 +389,18 @@ impl FaultProxy {
         }
     }
 
-    /// `lost request N, lost reply N, delayed reply N, delayed request N`
-    /// (delayed replies count the trickled and flooded ones too).
+    /// `lost request N, lost reply N, delayed reply N, delayed request N,
+    /// partitions N` (delayed replies count the trickled and flooded ones
+    /// too).
     pub(crate) fn summary(&self) -> String {
         let c = |i: usize| self.shared.counts[i].load(Ordering::Relaxed);
         format!(
-            "lost request {}, lost reply {}, delayed reply {}, delayed request {}",
+            "lost request {}, lost reply {}, delayed reply {}, delayed request {}, partitions {}",
             c(0),
             c(1),
             c(2),
-            c(3)
+            c(3),
+            c(4)
         )
     }
 }
@@ -351,6 +421,30 @@ impl Arming {
             shared: Arc::clone(&self.shared),
         }
     }
+
+    /// Cuts every open connection and holds new ones silent until
+    /// [`heal`](Self::heal). A partition already on goes on.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn start_partition(&self) {
+        self.shared.start_partition();
+    }
+
+    /// Ends a partition: the connections held silent are closed, new ones
+    /// are served again.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn heal(&self) {
+        for held in self.shared.partition.lock().take().unwrap_or_default() {
+            let _ = held.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// A partition `duration` long: returns once it healed.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn partition(&self, duration: Duration) {
+        self.start_partition();
+        thread::sleep(duration);
+        self.heal();
+    }
 }
 
 impl Drop for FaultProxy {
@@ -362,6 +456,9 @@ impl Drop for FaultProxy {
         for (_, client, server) in self.shared.live.lock().drain(..) {
             let _ = client.shutdown(Shutdown::Both);
             let _ = server.shutdown(Shutdown::Both);
+        }
+        for held in self.shared.partition.lock().take().unwrap_or_default() {
+            let _ = held.shutdown(Shutdown::Both);
         }
         let threads: Vec<_> = self.shared.threads.lock().drain(..).collect();
         for t in threads {
@@ -375,7 +472,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         match listener.accept() {
             Ok((client, _)) => {
                 let _ = client.set_nonblocking(false);
-                serve(client, shared);
+                let mut partition = shared.partition.lock();
+                match partition.as_mut() {
+                    // Accepted, then never read nor answered.
+                    Some(held) => held.push(client),
+                    None => serve(client, shared),
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => thread::sleep(ACCEPT_POLL),
             Err(_) => thread::sleep(ACCEPT_POLL),
@@ -435,6 +537,8 @@ enum ReplyState {
     Pass,
     /// Cut the connection instead (a lost reply); the rule's id.
     Cut(u64),
+    /// The same, starting a partition; the rule's id.
+    CutAndPartition(u64),
     /// Hold them back this long first; the rule's id.
     Delay(Duration, u64),
     /// Other ways to spoil the reply: see [`spoil`].
@@ -484,6 +588,9 @@ fn pump_requests(
                 }
                 // Set before the request leaves, so its reply cannot slip by.
                 Some((id, Action::LoseReply)) => *replies.lock() = ReplyState::Cut(id),
+                Some((id, Action::LoseReplyAndPartition)) => {
+                    *replies.lock() = ReplyState::CutAndPartition(id);
+                }
                 Some((id, Action::DelayReply(d))) => *replies.lock() = ReplyState::Delay(d, id),
                 Some((id, Action::DelayRequest(d))) => {
                     shared.fire(id, Action::DelayRequest(d));
@@ -508,6 +615,7 @@ fn pump_requests(
                 matches!(
                     a,
                     Action::LoseReply
+                        | Action::LoseReplyAndPartition
                         | Action::DelayRequest(_)
                         | Action::GarbleReply(_)
                         | Action::CutMidReply
@@ -540,6 +648,11 @@ fn pump_replies(
             ReplyState::Pass => {}
             ReplyState::Cut(id) => {
                 shared.fire(id, Action::LoseReply);
+                return;
+            }
+            ReplyState::CutAndPartition(id) => {
+                shared.start_partition();
+                shared.fire(id, Action::LoseReplyAndPartition);
                 return;
             }
             ReplyState::Delay(d, _) => thread::sleep(d),
@@ -711,6 +824,7 @@ mod tests {
             live: Mutex::default(),
             threads: Mutex::default(),
             counts: Default::default(),
+            partition: Mutex::default(),
             raw: false,
             trickle_all: Mutex::default(),
         };
