@@ -18,6 +18,9 @@ if state == 'taken' then
     return {1}
 end
 if state == 'closed' or (state and tonumber(state) >= tonumber(ARGV[6])) then
+    -- Every answer keeps the latch alive a TTL from now: the client counts
+    -- on that to know how long it may still send (src/server/request.rs).
+    redis.call('pexpire', KEYS[4], ARGV[5])
     return {0, -1}
 end
 local kind = redis.call('type', KEYS[1]).ok

@@ -28,8 +28,14 @@ if ARGV[3] == 'available' then
     return tonumber(redis.call('get', KEYS[1]) or '0')
 end
 if ARGV[3] == 'update' then
-    if redis.call('zscore', KEYS[2], ARGV[4]) then
+    local was = redis.call('zscore', KEYS[2], ARGV[4])
+    if was then
         redis.call('zadd', KEYS[2], ARGV[5], ARGV[4])
+        if tonumber(ARGV[5]) < tonumber(was) then
+            -- The permit comes back sooner than waiters were told (they
+            -- park until the earliest lease end they saw): they look again.
+            redis.call(ARGV[2], KEYS[3], tonumber(redis.call('get', KEYS[1]) or '0'))
+        end
         return 1
     end
     return 0

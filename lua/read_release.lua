@@ -72,7 +72,13 @@ elseif redis.call('hlen', KEYS[1]) > 1 then
         end
     end
     if longest > 0 then
+        local before = redis.call('pttl', KEYS[1])
         redis.call('pexpire', KEYS[1], longest)
+        if longest < before then
+            -- The lock now ends sooner than a parked writer was told: it
+            -- looks again (a reply of 0 announces nothing otherwise).
+            redis.call(ARGV[4], KEYS[2], ARGV[1])
+        end
         reply = 0
     end
 end

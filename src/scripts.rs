@@ -58,16 +58,12 @@ scripts! {
     INSPECT_COUNTER => "inspect_counter.lua";
     /// Takes permits from a semaphore, once per acquire call.
     SEMAPHORE_ACQUIRE => "semaphore_acquire.lua";
-    /// Gives back permits an acquire call took without returning them.
-    SEMAPHORE_GIVE_BACK => "semaphore_give_back.lua";
     /// Gives permits to a semaphore and announces how many are available.
     SEMAPHORE_RELEASE => "semaphore_release.lua";
     /// Sets, takes away or drains a semaphore's permits.
     SEMAPHORE_SET => "semaphore_set.lua";
     /// Takes permits of an expirable semaphore, with their ids and lease.
     EXPIRABLE_ACQUIRE => "expirable_acquire.lua";
-    /// Gives back the permits an expirable acquire took without returning them.
-    EXPIRABLE_GIVE_BACK => "expirable_give_back.lua";
     /// Gives back one expirable permit by its id.
     EXPIRABLE_RELEASE => "expirable_release.lua";
     /// Reads an expirable semaphore or changes a lease, after reclaiming ended leases.
@@ -78,6 +74,23 @@ scripts! {
     LATCH_COUNT_DOWN => "latch_count_down.lua";
     /// Deletes a count-down latch.
     LATCH_DELETE => "latch_delete.lua";
+}
+
+/// Gives back the permits an acquire call took without returning them, and
+/// closes the call. An undo: sent with EVAL, its source whole, because it
+/// may follow a late request on a connection of a server whose script
+/// cache does not have it, where EVALSHA's NOSCRIPT would undo nothing.
+pub(crate) const SEMAPHORE_GIVE_BACK_LUA: &str = include_str!("../lua/semaphore_give_back.lua");
+
+/// Gives back the permit an expirable acquire call took without returning
+/// it, and closes the call (an undo, like [`SEMAPHORE_GIVE_BACK_LUA`]).
+pub(crate) const EXPIRABLE_GIVE_BACK_LUA: &str = include_str!("../lua/expirable_give_back.lua");
+
+/// An `EVAL` of `source`; the caller adds the key count, keys and args.
+pub(crate) fn eval(source: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(source);
+    cmd
 }
 
 /// The wake-up message that frees one waiter.
@@ -101,6 +114,11 @@ mod tests {
             .collect();
         on_disk.sort();
         let mut declared: Vec<String> = all().iter().map(|(f, _)| (*f).to_owned()).collect();
+        // The undos, sent with EVAL.
+        declared.extend([
+            "semaphore_give_back.lua".into(),
+            "expirable_give_back.lua".into(),
+        ]);
         declared.sort();
         assert_eq!(declared, on_disk);
         let mut hashes: Vec<&str> = all().iter().map(|(_, s)| s.get_hash()).collect();

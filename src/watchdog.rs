@@ -196,6 +196,7 @@ impl Renewer {
     ) -> Result<Vec<bool>> {
         let (flags, acknowledged) = self.server.pool().run_write(
             deadline,
+            None,
             |conn| {
                 let mut call = scripts::RENEW.prepare_invoke();
                 call.arg(timeout_ms);

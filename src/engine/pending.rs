@@ -1,8 +1,13 @@
 //! Releases carried on in the background: a guard's drop gives its first
 //! attempt one response timeout; a release still unconfirmed then is handed
 //! to one worker thread of the client, which retries it (same request id,
-//! so the unlock latch keeps it exactly-once) until Redis confirms it or
-//! the hold's TTL has certainly run out.
+//! so the unlock latch keeps it exactly-once) until Redis confirms it, the
+//! hold's TTL has certainly run out, or an attempt could reach Redis after
+//! the latch may have expired. Then it is not sent again (a resend without
+//! its latch would release a second hold): a hold it did not release is
+//! one Redis counts beyond the generation's guards, given back by the
+//! generation's last release or the thread's next acquire (see
+//! `engine/release.rs` and `renewals.rs`).
 //!
 //! A pending release decrements the same hash field (`<uuid>:<thread>`) as
 //! every later hold of that thread on that lock, so an acquire of the same
@@ -24,6 +29,7 @@ use crate::error::{is_transient, Error, Result};
 use crate::kind::{Target, GONE_ON_RETRY};
 use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
+use crate::server::request::retry_bound;
 use crate::server::Server;
 
 /// Runs one attempt of a kind's release script: `(target, field, request id)`.
@@ -48,6 +54,10 @@ pub(crate) struct Pending {
     pub(crate) record: Arc<HoldRecord>,
     /// When the released hold's lease ran out, if it had one.
     pub(crate) lease_end: Option<Instant>,
+    /// Until when the request's unlock latch lives for sure (its TTL from
+    /// the first attempt's send): no attempt is sent that could reach
+    /// Redis after it, since it would find no latch and release again.
+    latch_alive_until: Option<Instant>,
     pub(crate) run: ReleaseFn,
     /// Held while one attempt is under way: attempts never overlap.
     busy: Mutex<()>,
@@ -55,10 +65,12 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// A release of `record`'s hold whose first attempt was `attempts_made`.
+    /// A release of `record`'s hold that has made `attempts_made` attempts,
+    /// the first sent at `first_sent` with a latch of `latch_ttl`.
     pub(crate) fn new(
         request_id: String,
         attempts_made: u32,
+        (first_sent, latch_ttl): (Instant, Duration),
         record: Arc<HoldRecord>,
         lease_end: Option<Instant>,
         run: ReleaseFn,
@@ -70,6 +82,7 @@ impl Pending {
             attempts_made: AtomicU32::new(attempts_made),
             record,
             lease_end,
+            latch_alive_until: first_sent.checked_add(latch_ttl),
             run,
             busy: Mutex::new(()),
             settled: AtomicBool::new(false),
@@ -250,6 +263,20 @@ impl Shared {
         if pending.settled.load(Ordering::SeqCst) {
             return Ok(());
         }
+        if !self.latch_outlives(pending, deadline) {
+            // Sent now, the request could find its latch gone and release
+            // a second hold. It is not sent again: it ran or it never
+            // will. A hold it did not release is one Redis counts beyond
+            // the generation's guards, which the generation's last release
+            // or the thread's next acquire of the lock gives back.
+            log::debug!(
+                "redhold: the release of lock {:?} was not confirmed while its latch lived; \
+                 not sent again",
+                names::shorten(&pending.name)
+            );
+            self.settled(pending);
+            return Ok(());
+        }
         let target = Target {
             server: &self.server,
             name: &pending.name,
@@ -295,6 +322,17 @@ impl Shared {
                 self.settled(pending);
                 Err(e)
             }
+        }
+    }
+
+    /// Whether an attempt that ends by `deadline` (the retry rule's bound
+    /// without one) reaches Redis while the request's latch surely lives.
+    fn latch_outlives(&self, pending: &Pending, deadline: Option<Instant>) -> bool {
+        let arrives_by =
+            deadline.or_else(|| Instant::now().checked_add(retry_bound(self.server.config())));
+        match (arrives_by, pending.latch_alive_until) {
+            (Some(arrives_by), Some(alive_until)) => arrives_by < alive_until,
+            _ => false,
         }
     }
 

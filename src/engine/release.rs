@@ -6,15 +6,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::give_back::MAX_ORPHANS_RELEASED;
 use super::pending::{Pending, ReleaseFn};
 use super::{target, Engine, LockRef, HANDOFF_GRACE};
 use crate::error::{is_transient, Error, LossCause, Result};
 use crate::hold::{Hold, Renewal};
 use crate::kind::sealed::KindOps;
-use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER};
+use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER, HOLDS_REMAIN};
 use crate::names;
 use crate::pubsub::Reserved;
-use crate::renewals::{Kept, Which};
+use crate::renewals::{Kept, RenewKind, Which};
+use crate::server::Resends;
 use crate::stats::Counters;
 
 /// How a release waits for Redis to confirm it.
@@ -97,6 +99,7 @@ impl Engine {
             Pending::new(
                 request_id.clone(),
                 made.load(Ordering::SeqCst),
+                (started, Resends::Retries.latch_ttl(self.server.config())),
                 Arc::clone(&hold.record),
                 lease_end,
                 make(),
@@ -169,6 +172,14 @@ impl Engine {
                 self.renewals.mark_lost(&hold.record);
                 Err(self.lost(lock.name, hold))
             }
+            Some(HOLDS_REMAIN) if !hold.record.is_live() && hold.record.kind == RenewKind::Hash => {
+                // The generation's last hold, yet Redis counts more under
+                // our field: holds no guard stands for (a background
+                // release that was never confirmed, see `pending.rs`).
+                // Left, they would keep the lock until its TTL.
+                self.release_unguarded(lock, &hold.record.field);
+                Ok(())
+            }
             Some(freed) => {
                 if freed == ANNOUNCED {
                     if let Some(channel) = lock.kind.shared_channel() {
@@ -216,6 +227,29 @@ impl Engine {
     /// Keeps `hold` without a guard, until [`unlock`](Self::unlock).
     pub(crate) fn leak(&self, hold: &Hold) {
         self.renewals.leak(&hold.record, hold.is_watched());
+    }
+
+    /// Gives back the holds Redis counts under `field` after the thread's
+    /// last guard of the lock was released (a few at most, each a round
+    /// trip). Best effort: a failure leaves them to the lock's TTL.
+    #[cold]
+    fn release_unguarded<K: KindOps>(&self, lock: LockRef<'_, K>, field: &str) {
+        let _giving_back = self.server.giving_back();
+        for _ in 0..MAX_ORPHANS_RELEASED {
+            match self.release_script(lock, field) {
+                Ok(Some(HOLDS_REMAIN)) => continue,
+                Ok(_) => return,
+                Err(e) => {
+                    log::warn!(
+                        "redhold: giving back a hold no guard stands for of {:?} failed: {}; \
+                         the lock stays held until its TTL runs out",
+                        names::shorten(lock.name),
+                        e.report()
+                    );
+                    return;
+                }
+            }
+        }
     }
 
     /// Runs the kind's release script once for `field`.

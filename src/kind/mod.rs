@@ -50,7 +50,7 @@ impl<K: sealed::KindOps> LockKind for K {}
 
 pub(crate) use sealed::{
     wrong_kind, AcquireReply, AcquireRequest, Attempt, Handover, ReleasedTo, Successor, Target,
-    ANNOUNCED, GONE_ON_RETRY, HANDED_OVER,
+    ANNOUNCED, GONE_ON_RETRY, HANDED_OVER, HOLDS_REMAIN,
 };
 
 pub(crate) mod sealed {
@@ -60,6 +60,10 @@ pub(crate) mod sealed {
     use super::*;
 
     pub use super::attempt::{AcquireReply, AcquireRequest, Attempt};
+
+    /// A hash lock's release reply when holds of the caller's field remain
+    /// (a read release says 0 when anyone's holds remain).
+    pub const HOLDS_REMAIN: i64 = 0;
 
     /// A release's reply when it freed the lock and announced it.
     pub const ANNOUNCED: i64 = 1;

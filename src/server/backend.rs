@@ -70,6 +70,28 @@ impl Conn {
         }
     }
 
+    /// Whether an undo can be written behind this connection's last
+    /// request: a connection to one server whose reply timed out (a cluster
+    /// connection may have sent the request to any node).
+    pub(crate) fn may_follow(&self) -> bool {
+        matches!(self, Conn::Single(c, _) if c.is_late())
+    }
+
+    /// Writes `command` (packed) behind the request whose reply never came,
+    /// and closes the sending half: the server runs both in order when it
+    /// gets to them, then sees the end of the stream.
+    pub(crate) fn follow(&mut self, command: &[u8]) -> RedisResult<()> {
+        match self {
+            Conn::Single(c, _) => c.follow(command),
+            #[cfg(feature = "cluster")]
+            Conn::Cluster(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "an undo cannot follow a request on a cluster connection",
+            )
+            .into()),
+        }
+    }
+
     /// Sets how long one read or write may block.
     pub(crate) fn set_timeouts(&self, timeout: Duration) -> RedisResult<()> {
         match self {

@@ -44,6 +44,9 @@ pub(crate) struct Connection {
     socket_write_timeout: Option<Duration>,
     /// False once a reply could not be read whole and in step.
     open: bool,
+    /// Set when a reply did not come in time: the request may still run
+    /// late, and the socket stays open for an undo to follow it.
+    late: bool,
 }
 
 impl Connection {
@@ -56,6 +59,7 @@ impl Connection {
             write_timeout: Cell::new(None),
             socket_write_timeout: None,
             open: true,
+            late: false,
         }
     }
 
@@ -115,11 +119,41 @@ impl Connection {
             ))),
             Err(e) => Err(e.into()),
         };
-        if result.is_err() {
-            self.open = false;
-            self.wire.stream.shutdown();
+        match &result {
+            Ok(_) => {}
+            // Still open for an undo (see `follow`); closed on drop.
+            Err(e) if e.is_timeout() => {
+                self.open = false;
+                self.late = true;
+            }
+            Err(_) => {
+                self.open = false;
+                self.wire.stream.shutdown();
+            }
         }
         result
+    }
+
+    /// Whether the last reply did not come in time (see `follow`).
+    pub(crate) fn is_late(&self) -> bool {
+        self.late
+    }
+
+    /// Writes `command` behind the request whose reply did not come in time
+    /// and closes the sending half: the server runs both, in order, when
+    /// it gets to them (a stalled server, when it wakes).
+    pub(crate) fn follow(&mut self, command: &[u8]) -> RedisResult<()> {
+        if !self.late {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "an undo follows only a request whose reply did not come",
+            )
+            .into());
+        }
+        self.late = false;
+        let written = self.wire.stream.write_all(command);
+        self.wire.stream.shutdown_write();
+        written.map_err(Into::into)
     }
 
     /// The deadline of the replies to commands sent at `started`.

@@ -16,6 +16,7 @@ mod cluster_node;
 pub(crate) mod connection;
 mod opener;
 pub(crate) mod pool;
+pub(crate) mod request;
 pub(crate) mod resp;
 #[cfg(test)]
 mod resp_props;
@@ -42,6 +43,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 pub(crate) use opener::NOT_RESP;
 use pool::Pool;
+pub(crate) use request::{Request, Resends};
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::Sentinels;
 use socket::{Reader, Stream, TlsConnector};
@@ -153,8 +155,22 @@ impl Server {
         op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<T> {
+        self.run_write_keeping(lock, deadline, None, op, wrote)
+    }
+
+    /// [`run_write_until`](Self::run_write_until) that leaves in `late` the
+    /// connection of a last attempt whose reply did not come in time (see
+    /// `request.rs`).
+    pub(crate) fn run_write_keeping<T>(
+        &self,
+        lock: &str,
+        deadline: Option<Instant>,
+        late: Option<&mut Option<backend::Conn>>,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<T> {
         self.check_open()?;
-        let (value, acknowledged) = self.pool.run_write(deadline, op, wrote)?;
+        let (value, acknowledged) = self.pool.run_write(deadline, late, op, wrote)?;
         match (acknowledged, self.pool.replicas_wanted()) {
             (Some(acknowledged), Some(wanted)) if acknowledged < wanted => {
                 Err(Error::ReplicasNotSynced {
@@ -256,11 +272,21 @@ impl Server {
         }
     }
 
-    /// The unlock latch key of release `request_id` on lock `name`, and how
-    /// long it must live in ms (see `lua/release.lua`).
+    /// The latch key of request `request_id` on lock `name`, resent only by
+    /// the retry rule, and its TTL in ms (see `lua/release.lua`).
     pub(crate) fn unlock_latch(&self, name: &str, request_id: &str) -> (String, u64) {
-        let ttl = crate::config::saturating_millis(unlock_latch_ttl(self.config()));
-        (crate::names::unlock_latch(name, request_id), ttl)
+        let request = self.request(name, request_id, Resends::Retries);
+        (request.latch().to_owned(), request.latch_ttl_ms())
+    }
+
+    /// Request `request_id` on lock (or synchronizer) `name`, resent as
+    /// `resends` says: its latch key and lifetime (see `request.rs`).
+    pub(crate) fn request(&self, name: &str, request_id: &str, resends: Resends) -> Request {
+        Request::new(
+            crate::names::unlock_latch(name, request_id),
+            resends,
+            self.config(),
+        )
     }
 
     // ---- pub/sub sockets and topology ----
@@ -345,48 +371,4 @@ fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubMode> {
     }
     let _ = (pool, config);
     Ok(PubSubMode::Classic)
-}
-
-/// The longest a release latch must outlive its first attempt: every retry
-/// of that release has been sent by then. An attempt may spend the connect
-/// timeout on a new connection before its response timeout starts, so both
-/// count.
-///
-/// Saturating and capped at a day, so that absurd settings give a long latch
-/// instead of a panic or a TTL Redis refuses.
-fn unlock_latch_ttl(config: &Config) -> Duration {
-    const LONGEST: Duration = Duration::from_secs(24 * 3600);
-    let attempts = config.retry_attempts.saturating_add(1);
-    config
-        .connect_timeout
-        .saturating_add(config.response_timeout)
-        .saturating_mul(attempts)
-        .saturating_add(config.retry_delay.saturating_mul(config.retry_attempts))
-        .saturating_add(Duration::from_secs(1))
-        .min(LONGEST)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_unlock_latch_outlives_every_retry() {
-        let c = Config {
-            connect_timeout: Duration::from_secs(5),
-            response_timeout: Duration::from_secs(3),
-            retry_attempts: 3,
-            retry_delay: Duration::from_millis(50),
-            ..Config::default()
-        };
-        // Four attempts, each a slow connect and a slow reply, three pauses.
-        let last_retry_by = Duration::from_millis(4 * 8000 + 3 * 50);
-        assert!(unlock_latch_ttl(&c) > last_retry_by);
-        let absurd = Config {
-            response_timeout: Duration::MAX,
-            retry_attempts: u32::MAX,
-            ..c
-        };
-        assert_eq!(unlock_latch_ttl(&absurd), Duration::from_secs(24 * 3600));
-    }
 }

@@ -25,7 +25,14 @@ pub(crate) struct Pool {
     /// How many times the sentinels moved the master: a connection checked
     /// out before a move is not taken back (it goes to the old master).
     master_switches: AtomicU64,
+    /// Connections an undo was written on behind a late request, each
+    /// kept open until its time is up (see [`follow`](Self::follow)).
+    trailing: Mutex<Vec<(Conn, Instant)>>,
 }
+
+/// The most connections kept open behind late requests at once; the
+/// oldest goes first.
+const MAX_TRAILING: usize = 64;
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -47,6 +54,7 @@ impl Pool {
             idle: Mutex::new(Vec::new()),
             config: config.clone(),
             master_switches: AtomicU64::new(0),
+            trailing: Mutex::new(Vec::new()),
         };
         let connect_error = |source| Error::Connect {
             url: config.target(),
@@ -88,13 +96,16 @@ impl Pool {
     pub(crate) fn run_write<T>(
         &self,
         deadline: Option<Instant>,
+        late: Option<&mut Option<Conn>>,
         mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<(T, Option<usize>)> {
         let Some((replicas, timeout)) = self.config.sync_replicas else {
-            return self.run_until(deadline, op).map(|value| (value, None));
+            return self
+                .run_attempts(deadline, late, op)
+                .map(|value| (value, None));
         };
-        self.run_until(deadline, |conn| {
+        self.run_attempts(deadline, late, |conn| {
             let value = op(conn)?;
             if !wrote(&value) {
                 return Ok((value, None));
@@ -121,11 +132,25 @@ impl Pool {
     pub(crate) fn run_until<T>(
         &self,
         deadline: Option<Instant>,
+        op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<T> {
+        self.run_attempts(deadline, None, op)
+    }
+
+    /// [`run_until`](Self::run_until) that, when given `late`, leaves there
+    /// the connection of a last attempt whose reply did not come in time,
+    /// still open: a stalled server may run that request later, and an
+    /// undo written on the same connection runs right after it (see
+    /// `request.rs`). Only plain connections are kept.
+    fn run_attempts<T>(
+        &self,
+        deadline: Option<Instant>,
+        mut late: Option<&mut Option<Conn>>,
         mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> Result<T> {
         let mut retries_left = self.config.retry_attempts;
         loop {
-            match self.run_once(deadline, &mut op) {
+            match self.run_once(deadline, late.as_deref_mut(), &mut op) {
                 Ok(value) => return Ok(value),
                 Err(e) if is_transient(&e) && retries_left > 0 && self.may_retry(deadline) => {
                     retries_left -= 1;
@@ -149,6 +174,7 @@ impl Pool {
     fn run_once<T>(
         &self,
         deadline: Option<Instant>,
+        late: Option<&mut Option<Conn>>,
         op: &mut impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> RedisResult<T> {
         let left = match deadline {
@@ -180,17 +206,19 @@ impl Pool {
                 // The server probably restarted or the network broke: the
                 // other idle connections are likely dead too.
                 self.idle.lock().clear();
+                if let Some(late) = late {
+                    // Kept (or, when not kept, closed: an earlier late
+                    // one is replaced) for an undo behind the request.
+                    *late = (e.is_timeout() && conn.may_follow()).then_some(conn);
+                }
             }
             // A reply not read whole (garbled, say) leaves the stream out
             // of step: the connection is closed, never reused.
             Err(e) if !reply_was_read(e) => {}
-            // One opened before the sentinels moved the master leads to
-            // the old one.
-            _ if self.master_switches.load(Ordering::SeqCst) != switches => {}
             // A connection whose timeouts were cut gets the full ones back
             // before anyone else uses it.
             _ if left.is_none() || conn.set_timeouts(self.config.response_timeout).is_ok() => {
-                self.checkin(conn)
+                self.checkin(conn, switches)
             }
             _ => {}
         }
@@ -206,8 +234,16 @@ impl Pool {
         self.connect(left)
     }
 
-    fn checkin(&self, conn: Conn) {
+    /// Takes `conn` back unless the sentinels moved the master since it was
+    /// checked out (`switches` then): one opened before leads to the old
+    /// master. Compared under the idle list's lock, which
+    /// [`master_switched`](Self::master_switched) holds while it counts the
+    /// move, so a move cannot slip between the check and the push.
+    fn checkin(&self, conn: Conn, switches: u64) {
         let mut idle = self.idle.lock();
+        if self.master_switches.load(Ordering::SeqCst) != switches {
+            return;
+        }
         if idle.len() < self.config.max_idle_connections {
             idle.push(conn);
         }
@@ -223,6 +259,22 @@ impl Pool {
             .connect(connect_timeout, self.config.response_timeout, deadline)
     }
 
+    /// Writes the undo `command` (packed) on `conn` right behind its late
+    /// request and keeps the connection open until `keep_until`, so that
+    /// neither half of it is lost to a reset while a stalled server has
+    /// yet to read them. Connections kept earlier whose time is up close.
+    pub(crate) fn follow(&self, mut conn: Conn, command: &[u8], keep_until: Instant) -> Result<()> {
+        conn.follow(command).map_err(Error::Redis)?;
+        let mut trailing = self.trailing.lock();
+        let now = Instant::now();
+        trailing.retain(|(_, until)| *until > now);
+        if trailing.len() >= MAX_TRAILING {
+            trailing.remove(0);
+        }
+        trailing.push((conn, keep_until));
+        Ok(())
+    }
+
     /// Closes every idle connection.
     pub(crate) fn close_idle(&self) {
         self.idle.lock().clear();
@@ -233,8 +285,9 @@ impl Pool {
     /// the next ones are looked up again.
     #[cfg(feature = "sentinel")]
     pub(crate) fn master_switched(&self) {
+        let mut idle = self.idle.lock();
         self.master_switches.fetch_add(1, Ordering::SeqCst);
-        self.idle.lock().clear();
+        idle.clear();
     }
 }
 

@@ -174,6 +174,18 @@ impl Stream {
         }
     }
 
+    /// Closes the sending half only: the server reads what was sent, then
+    /// the end of the stream; its replies may still come.
+    pub(crate) fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+            #[cfg(feature = "tls")]
+            Stream::Tls(s) => s.tcp().shutdown(Shutdown::Write),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.shutdown(Shutdown::Write),
+        };
+    }
+
     /// Closes the socket for both halves. A TLS connection gets no
     /// close_notify: sending it could block on a dead peer, and the server
     /// treats a plain close the same way.

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::names;
 use crate::scripts;
+use crate::server::Resends;
 
 impl Semaphore {
     /// Takes one permit, waiting as long as it takes.
@@ -97,11 +98,13 @@ impl Semaphore {
             .ok_or_else(|| unreachable_none(&self.name))
     }
 
-    /// The acquire calls' one path. All attempts of one call share one
-    /// request latch and are numbered, so an attempt whose reply was lost
-    /// is never counted twice and one that reaches Redis after a later one
-    /// takes nothing; a call that ends without permits after such an
-    /// attempt closes the latch and gives back what it took.
+    /// The acquire calls' one path. All attempts of one call are one
+    /// [`Request`](crate::server::Request): they share one request latch
+    /// and are numbered, so an attempt whose reply was lost is never
+    /// counted twice and one that reaches Redis after a later one takes
+    /// nothing; a call that ends without permits after such an attempt
+    /// closes the latch and gives back what it took, right behind the
+    /// unanswered attempt when its connection is open.
     fn take(
         &self,
         permits: u32,
@@ -121,53 +124,37 @@ impl Semaphore {
         // Shutdown waits for this call to give back what it took as the
         // client shut down.
         let _call = engine.enter_call();
-        let (latch, latch_ttl) = server.unlock_latch(&self.name, &engine.next_request_id());
-        // Every request sent (retries included) is numbered; the ones
-        // whose reply was not read may still reach Redis later.
-        let mut sent = 0u64;
-        let mut answered = 0u64;
-        let mut unsynced = false;
+        // One request for the whole call: every attempt is numbered and
+        // shares the latch, which outlives the call's outage ride-through.
+        let mut request =
+            server.request(&self.name, &engine.next_request_id(), Resends::RideThrough);
         let outcome = WaitOn {
             engine,
             name: &self.name,
             channel: &self.channel,
         }
         .until(wait, interrupt, || {
-            let taken: Result<i64> = server
-                .run_write(
+            let taken: Result<i64> = request
+                .run(
+                    server,
                     &self.name,
-                    |conn| {
-                        sent += 1;
+                    |conn, latch, latch_ttl, attempt| {
                         scripts::SEMAPHORE_ACQUIRE
                             .key(&*self.name)
-                            .key(&latch)
+                            .key(latch)
                             .arg(permits)
                             .arg(latch_ttl)
-                            .arg(sent)
+                            .arg(attempt)
                             .invoke(conn)
                     },
                     |taken: &i64| *taken == 1,
                 )
                 .map_err(|e| wrong_kind(&self.name, SEMAPHORE, e));
-            // A value answers the last request (which recorded its number
-            // in the latch); an error may hide a script that ran, or one
-            // still on its way.
-            if matches!(&taken, Ok(_) | Err(Error::ReplicasNotSynced { .. })) {
-                answered = sent;
-            }
-            match taken {
-                Ok(1) => Ok(Look::Done(())),
-                Ok(_) => Ok(Look::Again { within: None }),
-                Err(e) => {
-                    // Taken on the master, which the call will not keep.
-                    unsynced |= matches!(e, Error::ReplicasNotSynced { .. });
-                    Err(e)
-                }
+            match taken? {
+                1 => Ok(Look::Done(())),
+                _ => Ok(Look::Again { within: None }),
             }
         });
-        // Earlier requests than the last answered one are refused by the
-        // script if they come late; later ones are not.
-        let unsure = sent > answered || unsynced;
         match outcome {
             Ok(Some(())) if server.is_closed() => {
                 // Taken as the client shut down: no permit comes out.
@@ -184,38 +171,26 @@ impl Semaphore {
             Ok(Some(())) => Ok(Some(Permit::new(self.clone(), permits))),
             outcome => {
                 // No permit comes out: close the call in Redis, giving back
-                // what an unanswered request took.
-                if unsure {
-                    self.give_back_unsure(permits, &latch, latch_ttl);
+                // what an unanswered request took (or will take, late).
+                let undo = scripts::eval(scripts::SEMAPHORE_GIVE_BACK_LUA)
+                    .arg(3)
+                    .arg(&*self.name)
+                    .arg(&*self.channel)
+                    .arg(request.latch())
+                    .arg(permits)
+                    .arg(server.publish_command())
+                    .arg(request.latch_ttl_ms())
+                    .clone();
+                if let Err(e) = request.undo(server, &undo) {
+                    log::warn!(
+                        "redhold: semaphore {:?}: an acquire whose reply was lost may keep \
+                         {permits} permit(s) taken: {}",
+                        names::shorten(&self.name),
+                        e.report()
+                    );
                 }
                 outcome.map(|_| None)
             }
-        }
-    }
-
-    /// Ends an acquire call that returns without permits while one of its
-    /// requests went unanswered: gives back what that request took, if it
-    /// took anything (its request latch says), and closes the call so that
-    /// a request still on its way takes nothing. Best effort, also as the
-    /// client shuts down.
-    fn give_back_unsure(&self, permits: u32, latch: &str, latch_ttl: u64) {
-        let server = self.client.engine().server();
-        let given = server.run_cleanup(|conn| {
-            scripts::SEMAPHORE_GIVE_BACK
-                .key(&*self.name)
-                .key(&*self.channel)
-                .key(latch)
-                .arg(permits)
-                .arg(server.publish_command())
-                .arg(latch_ttl)
-                .invoke::<i64>(conn)
-        });
-        if let Err(e) = given {
-            log::warn!(
-                "redhold: semaphore {:?}: an acquire whose reply was lost may keep {permits} \
-                 permit(s) taken: {e}",
-                names::shorten(&self.name)
-            );
         }
     }
 }

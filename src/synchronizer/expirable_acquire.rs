@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use redis::Value;
 use uuid::Uuid;
 
 use super::expirable::{now_ms, PermitExpirableSemaphore, EXPIRABLE};
@@ -17,6 +16,7 @@ use crate::interrupt::Interrupt;
 use crate::kind::sealed::unexpected_reply;
 use crate::names;
 use crate::scripts;
+use crate::server::Resends;
 
 impl PermitExpirableSemaphore {
     /// Takes one permit for `lease`, waiting as long as it takes.
@@ -90,8 +90,8 @@ impl PermitExpirableSemaphore {
         }
         let _call = engine.enter_call();
         let id = *Uuid::new_v4().as_bytes();
-        let (latch, latch_ttl) = server.unlock_latch(&self.name, &engine.next_request_id());
-        let (mut sent, mut answered, mut unsynced) = (0u64, 0u64, false);
+        let mut request =
+            server.request(&self.name, &engine.next_request_id(), Resends::RideThrough);
         let outcome = WaitOn {
             engine,
             name: &self.name,
@@ -99,54 +99,44 @@ impl PermitExpirableSemaphore {
         }
         .until(wait, interrupt, || {
             let now = now_ms();
-            let reply: Result<Vec<i64>> = server
-                .run_write(
+            let reply: Vec<i64> = request
+                .run(
+                    server,
                     &self.name,
-                    |conn| {
-                        sent += 1;
+                    |conn, latch, latch_ttl, attempt| {
                         scripts::EXPIRABLE_ACQUIRE
                             .key(&*self.name)
                             .key(&*self.leases)
                             .key(&*self.channel)
-                            .key(&latch)
+                            .key(latch)
                             .arg(1)
                             .arg(now.saturating_add(lease_ms))
                             .arg(now)
                             .arg(server.publish_command())
                             .arg(latch_ttl)
-                            .arg(sent)
+                            .arg(attempt)
                             .arg(&id[..])
                             .invoke(conn)
                     },
                     |reply: &Vec<i64>| reply.first() == Some(&1),
                 )
-                .map_err(|e| wrong_kind(&self.name, EXPIRABLE, e));
-            if matches!(&reply, Ok(_) | Err(Error::ReplicasNotSynced { .. })) {
-                answered = sent;
-            }
-            match reply {
-                Ok(reply) => match reply[..] {
-                    [1, ..] => Ok(Look::Done(())),
-                    // Look again when the earliest lease ends: nobody
-                    // announces that.
-                    [0, ends] if ends > 0 => Ok(Look::Again {
-                        within: Some(Duration::from_millis(
-                            u64::try_from(ends)
-                                .unwrap_or(0)
-                                .saturating_sub(now_ms())
-                                .max(1),
-                        )),
-                    }),
-                    [0, ..] => Ok(Look::Again { within: None }),
-                    _ => Err(unexpected_reply(&self.name, &reply)),
-                },
-                Err(e) => {
-                    unsynced |= matches!(e, Error::ReplicasNotSynced { .. });
-                    Err(e)
-                }
+                .map_err(|e| wrong_kind(&self.name, EXPIRABLE, e))?;
+            match reply[..] {
+                [1, ..] => Ok(Look::Done(())),
+                // Look again when the earliest lease ends: nobody
+                // announces that.
+                [0, ends] if ends > 0 => Ok(Look::Again {
+                    within: Some(Duration::from_millis(
+                        u64::try_from(ends)
+                            .unwrap_or(0)
+                            .saturating_sub(now_ms())
+                            .max(1),
+                    )),
+                }),
+                [0, ..] => Ok(Look::Again { within: None }),
+                _ => Err(unexpected_reply(&self.name, &reply)),
             }
         });
-        let unsure = sent > answered || unsynced;
         match outcome {
             Ok(Some(())) if server.is_closed() => {
                 let _back = server.giving_back();
@@ -161,36 +151,28 @@ impl PermitExpirableSemaphore {
             }
             Ok(Some(())) => Ok(Some(ExpirablePermit::new(self.clone(), id))),
             outcome => {
-                if unsure {
-                    self.give_back_unsure(&id, &latch, latch_ttl);
+                // Ends the call in Redis: gives back what an unanswered
+                // request took (or will take, late), closes the latch.
+                let undo = scripts::eval(scripts::EXPIRABLE_GIVE_BACK_LUA)
+                    .arg(4)
+                    .arg(&*self.name)
+                    .arg(&*self.leases)
+                    .arg(&*self.channel)
+                    .arg(request.latch())
+                    .arg(server.publish_command())
+                    .arg(request.latch_ttl_ms())
+                    .arg(&id[..])
+                    .clone();
+                if let Err(e) = request.undo(server, &undo) {
+                    log::warn!(
+                        "redhold: semaphore {:?}: an acquire whose reply was lost may keep a \
+                         permit until its lease ends: {}",
+                        names::shorten(&self.name),
+                        e.report()
+                    );
                 }
                 outcome.map(|_| None)
             }
-        }
-    }
-
-    /// Ends a call that returns without its permit while a request went
-    /// unanswered (see `lua/expirable_give_back.lua`). Best effort: a
-    /// permit it cannot give back goes back when its lease ends.
-    fn give_back_unsure(&self, id: &[u8; 16], latch: &str, latch_ttl: u64) {
-        let server = self.client.engine().server();
-        let given = server.run_cleanup(|conn| {
-            scripts::EXPIRABLE_GIVE_BACK
-                .key(&*self.name)
-                .key(&*self.leases)
-                .key(&*self.channel)
-                .key(latch)
-                .arg(server.publish_command())
-                .arg(latch_ttl)
-                .arg(&id[..])
-                .invoke::<Value>(conn)
-        });
-        if let Err(e) = given {
-            log::warn!(
-                "redhold: semaphore {:?}: an acquire whose reply was lost may keep a permit \
-                 until its lease ends: {e}",
-                names::shorten(&self.name)
-            );
         }
     }
 }

@@ -243,3 +243,55 @@ retried_release_tests! {
     read: |client| client.read_write_lock("stalled-release").read();
     write: |client| client.read_write_lock("stalled-release").write();
 }
+
+/// Issue 33, defect 4: a `try_acquire` that times out on a stalled server
+/// must not leave its permit taken when the server wakes and runs the
+/// queued acquire. Its give-back cannot reach a stalled server on a new
+/// connection (the handshake times out too): it is written right behind
+/// the late acquire, on the same connection, and runs after it.
+#[test]
+fn a_semaphore_acquire_that_runs_after_its_caller_gave_up_is_given_back() {
+    for expirable in [false, true] {
+        let server = debuggable_server();
+        let client = client(&server, 1);
+        let name = if expirable { "stall-exp" } else { "stall-sem" };
+        // Taken and given back once first, so that the server has the
+        // acquire script: else the late EVALSHA would only say NOSCRIPT.
+        if expirable {
+            let sem = client.permit_expirable_semaphore(name);
+            assert!(sem.try_set_permits(1).unwrap());
+            let permit = sem.try_acquire(Duration::from_secs(600)).unwrap();
+            permit.expect("a permit").release().unwrap();
+        } else {
+            let sem = client.semaphore(name);
+            assert!(sem.try_set_permits(1).unwrap());
+            sem.try_acquire()
+                .unwrap()
+                .expect("a permit")
+                .release()
+                .unwrap();
+        }
+        let (staller, sent) = stall(&server, Duration::from_secs(2));
+        let taken = if expirable {
+            client
+                .permit_expirable_semaphore(name)
+                .try_acquire(Duration::from_secs(600))
+                .map(|p| p.map(|p| p.forget()))
+        } else {
+            client
+                .semaphore(name)
+                .try_acquire()
+                .map(|p| p.map(|p| p.forget()))
+        };
+        assert!(taken.is_err(), "the stalled server answered: {taken:?}");
+        staller.join_within(Duration::from_secs(10));
+        // The queued acquire and its undo run as the server wakes.
+        let woke = sent + Duration::from_secs(2);
+        thread::sleep(woke.saturating_duration_since(Instant::now()) + PROMPTLY);
+        let available: String = server.cmd(&["GET", name]);
+        assert_eq!(
+            available, "1",
+            "{name}: the permit taken by the late acquire was not given back"
+        );
+    }
+}
