@@ -45,14 +45,15 @@ const SETTLE: Duration = Duration::from_secs(3);
 /// script's reply and partitions; returns the permits in Redis after the
 /// heal and the settle period, and how many the call returned.
 fn permits_after(name: &str, call: fn(&redhold::Semaphore) -> redhold::Result<u32>) -> (i64, u32) {
-    permits_after_fault(name, Action::LoseReplyAndPartition, call)
+    permits_after_fault(name, &[Action::LoseReplyAndPartition], call)
 }
 
-/// The same with `action` on the first script call; a partition, if the
-/// action starts one, is healed after [`PARTITION`].
+/// The same with `actions` on the first script calls naming the
+/// semaphore, one each; a partition, if the first starts one, is healed
+/// after [`PARTITION`].
 fn permits_after_fault(
     name: &str,
-    action: Action,
+    actions: &[Action],
     call: fn(&redhold::Semaphore) -> redhold::Result<u32>,
 ) -> (i64, u32) {
     let server = RedisServer::start();
@@ -61,11 +62,17 @@ fn permits_after_fault(
     direct.semaphore(name).set_permits(1).unwrap();
     let through = client(proxy.url());
     let arming = proxy.arming();
-    let armed = arming.arm(Rule {
-        matcher: Matcher::script(name, &[]),
-        action,
-    });
-    let partitions = action == Action::LoseReplyAndPartition;
+    let mut armed: Vec<_> = actions
+        .iter()
+        .map(|&action| {
+            arming.arm(Rule {
+                matcher: Matcher::script(name, &[]),
+                action,
+            })
+        })
+        .collect();
+    let armed = armed.remove(0);
+    let partitions = actions[0] == Action::LoseReplyAndPartition;
     let healer = {
         let arming = arming.clone();
         bounded::spawn("healer", move || {
@@ -134,7 +141,7 @@ fn count(got: redhold::Result<Option<redhold::Permit>>) -> redhold::Result<u32> 
 
 #[test]
 fn an_interrupted_acquire_whose_request_runs_late_takes_nothing() {
-    let (left, held) = permits_after_fault("late-int", Action::DelayRequest(HELD_BACK), |sem| {
+    let (left, held) = permits_after_fault("late-int", &[Action::DelayRequest(HELD_BACK)], |sem| {
         let stop = redhold::Interrupt::new();
         let trigger = stop.clone();
         let stopper = thread::spawn(move || {
@@ -154,7 +161,24 @@ fn an_interrupted_acquire_whose_request_runs_late_takes_nothing() {
 
 #[test]
 fn a_short_wait_whose_request_runs_late_takes_nothing_it_does_not_return() {
-    let (left, held) = permits_after_fault("late-wait", Action::DelayRequest(HELD_BACK), |sem| {
+    let (left, held) =
+        permits_after_fault("late-wait", &[Action::DelayRequest(HELD_BACK)], |sem| {
+            count(sem.try_acquire_for(Duration::from_millis(100)))
+        });
+    assert_eq!(
+        left + i64::from(held),
+        1,
+        "{left} permit(s) in Redis and {held} returned to the caller, of 1"
+    );
+}
+
+#[test]
+fn an_undo_lost_with_its_connection_does_not_leave_the_late_acquire_a_permit() {
+    // The acquire is held back past the caller's wait; the next request
+    // naming the semaphore (the undo written behind it) is lost with its
+    // connection, as a network may drop it after the acquire got through.
+    let actions = [Action::DelayRequest(HELD_BACK), Action::LoseRequest];
+    let (left, held) = permits_after_fault("late-undo", &actions, |sem| {
         count(sem.try_acquire_for(Duration::from_millis(100)))
     });
     assert_eq!(
