@@ -28,7 +28,7 @@ use crate::kind::{Attempt, Target};
 use crate::names;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
-use crate::server::Server;
+use crate::server::{LateRequests, Server};
 use crate::stats::Counters;
 use crate::thread_id;
 use crate::waiting::Waiting;
@@ -213,6 +213,8 @@ impl Engine {
             lease_ms,
             field: self.field(lock.kind),
             unsure: Cell::new(false),
+            unsure_is_late: Cell::new(false),
+            late: RefCell::default(),
         };
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(call.interrupted());
@@ -261,6 +263,9 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
         name: lock.name,
         deadline: None,
         attempts_made: None,
+        late: None,
+        undo_above: None,
+        recorder: None,
     }
 }
 
@@ -273,6 +278,12 @@ struct Call<'a, K> {
     field: Arc<str>,
     /// Whether the last attempt's outcome is unknown (see `attempt.rs`).
     unsure: Cell<bool>,
+    /// Whether that attempt's connection is among `late` (its request may
+    /// still run, and its undo will follow it there).
+    unsure_is_late: Cell<bool>,
+    /// The connections of the call's attempts whose reply did not come in
+    /// time: a stalled server may run them late (see `attempt.rs`).
+    late: RefCell<LateRequests>,
 }
 
 impl<K: KindOps> Call<'_, K> {
@@ -315,7 +326,10 @@ impl<K: KindOps> Call<'_, K> {
     }
 
     fn target(&self) -> Target<'_> {
-        target(&self.engine.server, self.lock)
+        Target {
+            late: Some(&self.late),
+            ..target(&self.engine.server, self.lock)
+        }
     }
 
     fn interrupted(&self) -> Error {

@@ -24,6 +24,7 @@ mod read_write;
 mod reentrant;
 mod spin;
 
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -31,7 +32,7 @@ use std::time::Instant;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::renewals::RenewKind;
-use crate::server::Server;
+use crate::server::{LateRequests, Recorder, Server};
 
 pub use fair::Fair;
 pub use fenced::Fenced;
@@ -85,24 +86,32 @@ pub(crate) mod sealed {
     /// A release carried on in the background counts its attempts across
     /// calls (`shared`): an attempt after one that timed out is a retry,
     /// whoever sends it.
+    ///
+    /// An undo of a late acquire says `"above:N"` instead: release only
+    /// while the field counts more than N holds (a first attempt
+    /// otherwise).
     #[derive(Debug, Default)]
     pub struct ReleaseAttempts<'a> {
         made: u32,
         shared: Option<&'a AtomicU32>,
+        undo_above: Option<u32>,
     }
 
     impl ReleaseAttempts<'_> {
         /// The word for the attempt about to be sent.
-        pub fn next(&mut self) -> &'static str {
+        pub fn next(&mut self) -> std::borrow::Cow<'static, str> {
+            if let Some(above) = self.undo_above {
+                return format!("above:{above}").into();
+            }
             self.made += 1;
             let made = match self.shared {
                 Some(shared) => shared.fetch_add(1, Ordering::SeqCst) + 1,
                 None => self.made,
             };
             if made == 1 {
-                "first"
+                "first".into()
             } else {
-                "retry"
+                "retry".into()
             }
         }
     }
@@ -168,6 +177,17 @@ pub(crate) mod sealed {
         /// (`None`: a request of one call).
         pub deadline: Option<Instant>,
         pub attempts_made: Option<&'a AtomicU32>,
+        /// For an acquire: where the connections of attempts whose reply
+        /// did not come in time are kept, for the undo (see
+        /// `engine/attempt.rs`). `None`: they close.
+        pub late: Option<&'a RefCell<LateRequests>>,
+        /// For a release that undoes a late acquire: release one hold only
+        /// while the caller's field counts more than this many (the holds
+        /// its guards stand for).
+        pub undo_above: Option<u32>,
+        /// For that undo: the commands are recorded here, not sent (they
+        /// are written behind the late acquire).
+        pub recorder: Option<&'a RefCell<Recorder>>,
     }
 
     impl<'a> Target<'a> {
@@ -176,16 +196,40 @@ pub(crate) mod sealed {
             ReleaseAttempts {
                 made: 0,
                 shared: self.attempts_made,
+                undo_above: self.undo_above,
             }
         }
 
-        /// Runs a release script like [`Server::run_write`], within this
-        /// target's deadline.
-        pub fn run_release<T>(
+        /// Runs an acquire script like [`Server::run_write`], keeping the
+        /// connections of attempts that time out when the target says where.
+        pub fn run_acquire<T>(
             &self,
             op: impl FnMut(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
             wrote: impl Fn(&T) -> bool,
         ) -> Result<T> {
+            match self.late {
+                Some(late) => self.server.run_write_keeping(
+                    self.name,
+                    None,
+                    Some(&mut late.borrow_mut()),
+                    op,
+                    wrote,
+                ),
+                None => self.server.run_write(self.name, op, wrote),
+            }
+        }
+
+        /// Runs a release script like [`Server::run_write`], within this
+        /// target's deadline; only records it when the target has a
+        /// recorder.
+        pub fn run_release<T>(
+            &self,
+            mut op: impl FnMut(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
+            wrote: impl Fn(&T) -> bool,
+        ) -> Result<T> {
+            if let Some(recorder) = self.recorder {
+                return op(&mut *recorder.borrow_mut()).map_err(Error::Redis);
+            }
             self.server
                 .run_write_until(self.name, self.deadline, op, wrote)
         }

@@ -14,8 +14,10 @@ pub(crate) mod backend;
 #[cfg(feature = "cluster")]
 mod cluster_node;
 pub(crate) mod connection;
+pub(crate) mod late;
 mod opener;
 pub(crate) mod pool;
+mod recorder;
 pub(crate) mod request;
 pub(crate) mod resp;
 #[cfg(test)]
@@ -41,8 +43,10 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+pub(crate) use late::{LateRequests, Trailing};
 pub(crate) use opener::NOT_RESP;
 use pool::Pool;
+pub(crate) use recorder::Recorder;
 pub(crate) use request::{Request, Resends};
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::Sentinels;
@@ -165,7 +169,7 @@ impl Server {
         &self,
         lock: &str,
         deadline: Option<Instant>,
-        late: Option<&mut Option<backend::Conn>>,
+        late: Option<&mut LateRequests>,
         op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<T> {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionLike, RedisResult};
 
-use super::backend::Conn;
+use super::late::LateRequests;
 use super::Server;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -99,9 +99,9 @@ pub(crate) struct Request {
     answered: u64,
     /// An answer came that the call does not keep (replicas not synced).
     unkept: bool,
-    /// The connection of the last attempt whose reply never came, kept open
-    /// for the undo (see [`Request::late_connection`]).
-    late: Option<Conn>,
+    /// The connections of the attempts whose reply never came, kept open
+    /// for the undo.
+    late: LateRequests,
 }
 
 impl std::fmt::Debug for Request {
@@ -111,7 +111,7 @@ impl std::fmt::Debug for Request {
             .field("ttl", &self.ttl)
             .field("sent", &self.sent)
             .field("answered", &self.answered)
-            .field("late", &self.late.is_some())
+            .field("late", &self.late.len())
             .finish()
     }
 }
@@ -126,7 +126,7 @@ impl Request {
             sent: 0,
             answered: 0,
             unkept: false,
-            late: None,
+            late: LateRequests::default(),
         }
     }
 
@@ -155,7 +155,7 @@ impl Request {
     /// wrote the latch: it lives `ttl` from that send at least.
     pub(crate) fn answered(&mut self, sent_at: Instant) {
         self.answered = self.sent;
-        self.late = None;
+        self.late.clear();
         if let Some(until) = sent_at.checked_add(self.ttl) {
             self.alive_until = Some(self.alive_until.map_or(until, |u| u.max(until)));
         }
@@ -171,12 +171,6 @@ impl Request {
     /// run late), or an answer is not kept.
     pub(crate) fn unsure(&self) -> bool {
         self.sent > self.answered || self.unkept
-    }
-
-    /// The connection the last unanswered attempt went out on, if it is
-    /// still open: the undo goes right behind it.
-    pub(crate) fn late_connection(&mut self) -> Option<Conn> {
-        self.late.take()
     }
 }
 
@@ -249,13 +243,20 @@ impl Request {
             // Whatever was taken, the latch that says so is gone.
             return Err(latch_may_have_expired(&self.latch));
         }
-        if let Some(conn) = self.late_connection() {
-            // Runs after the late request, whenever the server gets to it.
-            return server
-                .pool()
-                .follow(conn, &undo.get_packed_command(), keep_until);
+        let late = self.late.take();
+        if late.is_empty() {
+            return server.run_cleanup(|conn| undo.query::<redis::Value>(conn).map(drop));
         }
-        server.run_cleanup(|conn| undo.query::<redis::Value>(conn).map(drop))
+        // Behind every late attempt: each runs after its own, whenever the
+        // server gets to it; the first to run gives back and closes the
+        // latch, the others find it closed.
+        let packed = undo.get_packed_command();
+        let mut outcome = Ok(());
+        for conn in late {
+            let followed = server.pool().follow(conn, &packed, keep_until);
+            outcome = outcome.and(followed);
+        }
+        outcome
     }
 }
 
