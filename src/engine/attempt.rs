@@ -193,6 +193,7 @@ impl<K: KindOps> Call<'_, K> {
     /// Writes an undo behind each attempt of the call that a stalled server
     /// may run late: the kind's release with the condition "only while the
     /// field counts more than `here` holds" (those its guards stand for),
+    /// and its give-up (a fair queue's entry; nothing for other kinds),
     /// recorded, then written on the attempt's own connection, so that it
     /// runs right after the attempt, whenever that is. The thread's next
     /// acquire of the lock waits for their replies (`pending.rs`): no later
@@ -209,11 +210,14 @@ impl<K: KindOps> Call<'_, K> {
                 recorder: Some(&recorder),
                 ..self.target()
             };
-            // Recorded, not sent: the error says so.
+            // Recorded, not sent: the errors say so. A fair lock's late
+            // acquire may have queued the thread: it leaves the queue too
+            // (the call's own give-up may have come before it).
             let _ = self
                 .lock
                 .kind
                 .release(at, &self.field, &engine.next_request_id());
+            let _ = self.lock.kind.give_up(at, &self.field);
             let (commands, count) = recorder.into_inner().into_commands();
             match Trailing::follow(conn, &commands, count, keep_until) {
                 Ok(trailing) => engine

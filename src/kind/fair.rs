@@ -115,7 +115,7 @@ impl KindOps for Fair {
     }
 
     fn give_up(&self, at: Target<'_>, field: &str) -> Result<()> {
-        let _: i64 = at.server.run_cleanup(|conn| {
+        let _: i64 = at.run_cleanup(|conn| {
             scripts::FAIR_GIVE_UP
                 .key(at.name)
                 .key(&self.queue)

@@ -219,6 +219,19 @@ pub(crate) mod sealed {
             }
         }
 
+        /// Runs a script that takes back the caller's own traces (a fair
+        /// queue's entry) like [`Server::run_cleanup`]; only records it
+        /// when the target has a recorder.
+        pub fn run_cleanup<T>(
+            &self,
+            mut op: impl FnMut(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
+        ) -> Result<T> {
+            if let Some(recorder) = self.recorder {
+                return op(&mut *recorder.borrow_mut()).map_err(Error::Redis);
+            }
+            self.server.run_cleanup(op)
+        }
+
         /// Runs a release script like [`Server::run_write`], within this
         /// target's deadline; only records it when the target has a
         /// recorder.

@@ -18,13 +18,16 @@ use redis::{ConnectionLike, ErrorKind, RedisError, RedisResult, ServerErrorKind,
 pub(crate) struct Recorder {
     commands: Vec<u8>,
     count: usize,
-    /// The script's hash, from the EVALSHA answered with NOSCRIPT.
-    hash: Option<Vec<u8>>,
+    /// The hash of the script being loaded: its first EVALSHA was answered
+    /// with NOSCRIPT.
+    loading: Option<Vec<u8>>,
+    /// The scripts loaded in the recording so far.
+    loaded: Vec<Vec<u8>>,
 }
 
 impl Recorder {
-    /// The commands recorded after the first EVALSHA (the script's load
-    /// and its call), packed, with their count.
+    /// The commands recorded (each script's load and its call), packed,
+    /// with their count.
     pub(crate) fn into_commands(self) -> (Vec<u8>, usize) {
         (self.commands, self.count)
     }
@@ -34,18 +37,20 @@ impl ConnectionLike for Recorder {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         let args = arguments(cmd);
         let name = args.first().map(|a| a.to_ascii_uppercase());
-        match (name.as_deref(), &self.hash) {
-            (Some(b"EVALSHA"), None) => {
-                self.hash = args.get(1).cloned();
+        let hash = args.get(1).cloned().unwrap_or_default();
+        match name.as_deref() {
+            Some(b"EVALSHA") if !self.loaded.contains(&hash) => {
+                self.loading = Some(hash);
                 Err(RedisError::from((
                     ErrorKind::Server(ServerErrorKind::NoScript),
                     "recorded: the script is loaded first",
                 )))
             }
-            (Some(b"SCRIPT"), Some(hash)) => {
-                let hash = String::from_utf8_lossy(hash).into_owned();
+            Some(b"SCRIPT") if self.loading.is_some() => {
+                let hash = self.loading.take().unwrap_or_default();
                 self.record(cmd);
-                Ok(Value::BulkString(hash.into_bytes()))
+                self.loaded.push(hash.clone());
+                Ok(Value::BulkString(hash))
             }
             _ => {
                 self.record(cmd);
@@ -125,6 +130,23 @@ fn parse(digits: Option<&[u8]>) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_script_is_loaded_once_in_a_recording() {
+        let one = redis::Script::new("return 1");
+        let two = redis::Script::new("return 2");
+        let mut recorder = Recorder::default();
+        for script in [&one, &two, &one] {
+            assert!(script.invoke::<i64>(&mut recorder).is_err());
+        }
+        let (commands, count) = recorder.into_commands();
+        // Two loads, three calls.
+        assert_eq!(count, 5);
+        assert_eq!(
+            String::from_utf8_lossy(&commands).matches("LOAD").count(),
+            2
+        );
+    }
 
     #[test]
     fn a_script_call_is_recorded_as_its_load_and_its_call() {
