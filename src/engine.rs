@@ -12,6 +12,7 @@ mod give_back;
 pub(crate) mod outage;
 mod pending;
 mod release;
+mod undos;
 mod wait;
 
 use std::cell::{Cell, RefCell};
@@ -36,6 +37,7 @@ use crate::waiting::Waiting;
 use pending::PendingReleases;
 pub(crate) use pending::ReleaseFn;
 pub(crate) use release::Mode;
+use undos::LateUndos;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
@@ -76,6 +78,8 @@ pub(crate) struct Engine {
     next_request: AtomicU64,
     /// Releases of dropped guards that Redis has not confirmed yet.
     pending: PendingReleases,
+    /// Undos written behind late acquires, until they have run.
+    undos: LateUndos,
 }
 
 impl Engine {
@@ -89,6 +93,7 @@ impl Engine {
     ) -> Engine {
         Engine {
             pending: PendingReleases::new(Arc::clone(&server), Arc::clone(&renewals)),
+            undos: LateUndos::new(server.config().response_timeout),
             server,
             pubsub,
             renewals,
@@ -145,9 +150,11 @@ impl Engine {
     }
 
     /// Settles the calling thread's pending releases of `name` (its
-    /// `field`), so that what Redis then counts for the thread is what the
-    /// thread holds; an error while one is still unconfirmed.
+    /// `field`), and waits for the undos of its late acquires of it, so
+    /// that what Redis then counts for the thread is what the thread holds;
+    /// an error while one is still unconfirmed.
     pub(crate) fn settle_pending(&self, name: &str, field: &str) -> Result<()> {
+        self.undos.settle(name, field, None)?;
         self.pending.settle(name, field, None)
     }
 

@@ -58,7 +58,7 @@ impl<K: KindOps> Call<'_, K> {
         engine.server.check_open()?;
         // A release of this thread's earlier hold still pending would
         // decrement the same field after this acquire: settle it first.
-        engine.pending.settle(self.lock.name, &self.field, None)?;
+        engine.settle_pending(self.lock.name, &self.field)?;
         let holds_here = engine.renewals.counted(self.lock.name, &self.field) > 0;
         let mut reply = self.send_acquire(may_queue, holds_here);
         if holds_here && matches!(reply, Ok(AcquireReply::HoldsGone)) {
@@ -220,9 +220,7 @@ impl<K: KindOps> Call<'_, K> {
             let _ = self.lock.kind.give_up(at, &self.field);
             let (commands, count) = recorder.into_inner().into_commands();
             match Trailing::follow(conn, &commands, count, keep_until) {
-                Ok(trailing) => engine
-                    .pending
-                    .push_undo(self.lock.name, &self.field, trailing),
+                Ok(trailing) => engine.undos.push(self.lock.name, &self.field, trailing),
                 Err(e) => log::warn!(
                     "redhold: an acquire of {:?} may run late on a stalled server, and its \
                      undo could not follow it ({e}); if it runs, the hold expires after its \

@@ -30,7 +30,7 @@ use crate::kind::{Target, GONE_ON_RETRY};
 use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
 use crate::server::request::retry_bound;
-use crate::server::{Server, Trailing};
+use crate::server::Server;
 
 /// Runs one attempt of a kind's release script: `(target, field, request id)`.
 pub(crate) type ReleaseFn =
@@ -38,7 +38,7 @@ pub(crate) type ReleaseFn =
 
 /// The most releases waiting at once; a drop that finds the queue full
 /// waits for its own release (within the retry rule's bound) instead.
-const MAX_PENDING: usize = 1024;
+pub(super) const MAX_PENDING: usize = 1024;
 /// The worker's first pause between rounds, and its longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
@@ -90,22 +90,11 @@ impl Pending {
     }
 }
 
-/// An undo written behind a late acquire, until its reply is read.
-#[derive(Debug)]
-struct Undo {
-    name: Arc<str>,
-    field: Arc<str>,
-    trailing: Trailing,
-}
-
 /// What the worker and the acquires share.
 struct Shared {
     server: Arc<Server>,
     renewals: Arc<RenewalMap>,
     queue: Mutex<Vec<Arc<Pending>>>,
-    /// Undos written behind late acquires, by lock and field, until their
-    /// reply is read (see `engine/attempt.rs`).
-    undos: Mutex<Vec<Undo>>,
     wake: Condvar,
     /// Set at shutdown: the worker makes its last attempts until then.
     stop_at: Mutex<Option<Instant>>,
@@ -133,7 +122,6 @@ impl PendingReleases {
                 server,
                 renewals,
                 queue: Mutex::default(),
-                undos: Mutex::default(),
                 wake: Condvar::new(),
                 stop_at: Mutex::new(None),
             }),
@@ -167,27 +155,11 @@ impl PendingReleases {
         Ok(())
     }
 
-    /// Keeps `trailing`, an undo of a late acquire of `field` on `name`
-    /// written behind it, until its reply is read: the thread's next
-    /// acquire of that lock waits for it (see [`settle`](Self::settle)).
-    pub(crate) fn push_undo(&self, name: &Arc<str>, field: &Arc<str>, trailing: Trailing) {
-        let mut undos = self.shared.undos.lock();
-        let now = Instant::now();
-        undos.retain(|undo| !undo.trailing.expired(now));
-        undos.push(Undo {
-            name: Arc::clone(name),
-            field: Arc::clone(field),
-            trailing,
-        });
-    }
-
     /// Settles every pending release of `field` on `name` before the
     /// calling thread acquires that lock again: one attempt each (within
-    /// `deadline`), in order; and waits for the undos of that pair's late
-    /// acquires to run. An error when one is still unconfirmed: the
+    /// `deadline`), in order. An error when one is still unconfirmed: the
     /// acquire must not go ahead (its caller treats it as an outage).
     pub(crate) fn settle(&self, name: &str, field: &str, deadline: Option<Instant>) -> Result<()> {
-        self.settle_undos(name, field, deadline)?;
         let mine: Vec<Arc<Pending>> = {
             let queue = self.shared.queue.lock();
             if queue.is_empty() {
@@ -204,52 +176,6 @@ impl PendingReleases {
             self.shared.attempt(&pending, deadline)?;
         }
         Ok(())
-    }
-
-    /// Waits for the undos behind this pair's late acquires: their count
-    /// check ("release one hold above the guards' count") holds only while
-    /// no later acquire of the same field runs before them.
-    fn settle_undos(&self, name: &str, field: &str, deadline: Option<Instant>) -> Result<()> {
-        let mine: Vec<Undo> = {
-            let mut undos = self.shared.undos.lock();
-            if undos.is_empty() {
-                return Ok(());
-            }
-            let now = Instant::now();
-            undos.retain(|undo| !undo.trailing.expired(now));
-            let (mine, others) = std::mem::take(&mut *undos)
-                .into_iter()
-                .partition(|undo| &*undo.name == name && &*undo.field == field);
-            *undos = others;
-            mine
-        };
-        // One response timeout at most without a deadline of the caller's.
-        let deadline = deadline
-            .or_else(|| Instant::now().checked_add(self.shared.server.config().response_timeout));
-        // Read outside the list's lock: other locks' acquires go on.
-        let mut waiting = Vec::new();
-        let mut outcome = Ok(());
-        for mut undo in mine {
-            if outcome.is_err() {
-                waiting.push(undo);
-                continue;
-            }
-            match undo.trailing.confirm(deadline) {
-                Ok(_) => {}
-                // Not yet run: the server is still away.
-                Err(e) if e.is_timeout() => {
-                    outcome = Err(Error::Redis(e));
-                    waiting.push(undo);
-                }
-                // The connection failed: what reached the server ran, and
-                // nothing of ours is on its way any more. A hold the undo
-                // did not give back is one Redis counts beyond the guards,
-                // which the acquire's count check gives back.
-                Err(_) => {}
-            }
-        }
-        self.shared.undos.lock().extend(waiting);
-        outcome
     }
 
     /// How many releases are pending.

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use redis::{ConnectionLike, RedisResult};
 
 use super::late::LateRequests;
-use super::Server;
+use super::pool::Pool;
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -180,14 +180,17 @@ impl Request {
     /// (not sent) once an attempt could reach Redis after the latch may
     /// have expired. An answered look moves the latch's life on; the
     /// connection of an unanswered last attempt is kept for the undo.
+    ///
+    /// Returns the value and, when the client syncs replicas, how many
+    /// acknowledged the write (see [`Pool::run_write`]).
     pub(crate) fn run<T>(
         &mut self,
-        server: &Server,
+        pool: &Pool,
         name: &str,
         mut op: impl FnMut(&mut dyn ConnectionLike, &str, u64, u64) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
-    ) -> Result<T> {
-        if !self.may_send(retry_bound(server.config())) {
+    ) -> Result<(T, Option<usize>)> {
+        if !self.may_send(retry_bound(pool.config())) {
             return Err(latch_may_have_expired(name));
         }
         let ttl_ms = self.latch_ttl_ms();
@@ -200,8 +203,7 @@ impl Request {
             late,
             ..
         } = self;
-        let result = server.run_write_keeping(
-            name,
+        let result = pool.run_write(
             None,
             Some(late),
             |conn| {
@@ -214,14 +216,8 @@ impl Request {
             },
             wrote,
         );
-        match &result {
-            Ok(_) => self.answered(sent_at),
-            Err(Error::ReplicasNotSynced { .. }) => {
-                // Taken on the master, which the call will not keep.
-                self.answered(sent_at);
-                self.unkept();
-            }
-            Err(_) => {}
+        if result.is_ok() {
+            self.answered(sent_at);
         }
         result
     }
@@ -232,7 +228,7 @@ impl Request {
     /// nothing) right behind the last unanswered attempt when its
     /// connection is still open, else on a connection of its own. Nothing
     /// to do when every attempt was answered and kept.
-    pub(crate) fn undo(&mut self, server: &Server, undo: &redis::Cmd) -> Result<()> {
+    pub(crate) fn undo(&mut self, pool: &Pool, undo: &redis::Cmd) -> Result<()> {
         if !self.unsure() {
             return Ok(());
         }
@@ -245,7 +241,7 @@ impl Request {
         }
         let late = self.late.take();
         if late.is_empty() {
-            return server.run_cleanup(|conn| undo.query::<redis::Value>(conn).map(drop));
+            return pool.run(|conn| undo.query::<redis::Value>(conn).map(drop));
         }
         // Behind every late attempt: each runs after its own, whenever the
         // server gets to it; the first to run gives back and closes the
@@ -253,7 +249,7 @@ impl Request {
         let packed = undo.get_packed_command();
         let mut outcome = Ok(());
         for conn in late {
-            let followed = server.pool().follow(conn, &packed, keep_until);
+            let followed = pool.follow(conn, &packed, keep_until);
             outcome = outcome.and(followed);
         }
         outcome
