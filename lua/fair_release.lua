@@ -6,7 +6,8 @@
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] now (ms since the epoch), ARGV[4] latch TTL in ms,
 -- ARGV[5] the publish command,
--- ARGV[6] "first" on a request's first attempt, "retry" on a later one
+-- ARGV[6] "first" on a request's first attempt, "retry" on a later one,
+-- "above:N" for an undo of a late acquire
 -- Reply: nil when the field does not hold the lock (if the lock is gone the
 -- head is woken all the same), 0 when holds remain, 1 when freed, 3 when a
 -- retry finds the field gone and no latch (the hold was lost before).
@@ -21,6 +22,13 @@ do
     if replayed then
         return tonumber(replayed)
     end
+end
+-- An undo of a late acquire (ARGV[6] "above:N", see src/engine/attempt.rs):
+-- release only while the field counts more than N holds, those the
+-- caller's guards stand for; otherwise 4, and nothing latched.
+local above = tonumber(string.match(ARGV[6], '^above:(%d+)$'))
+if above and (tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0) <= above then
+    return 4
 end
 local now = tonumber(ARGV[3])
 while true do

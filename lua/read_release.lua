@@ -4,7 +4,8 @@
 -- with ("{name}", or the name when it has a hash tag), KEYS[5] the latch
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] latch TTL in ms, ARGV[4] the publish command,
--- ARGV[5] "first" on a request's first attempt, "retry" on a later one
+-- ARGV[5] "first" on a request's first attempt, "retry" on a later one,
+-- "above:N" for an undo of a late acquire
 -- Reply: nil when the field holds no read hold, 0 when the lock is still
 -- held by someone, 1 when it was freed, 3 when a retry finds the field gone
 -- and no latch (the holds were lost before).
@@ -19,6 +20,13 @@ do
     if replayed then
         return tonumber(replayed)
     end
+end
+-- An undo of a late acquire (ARGV[5] "above:N", see src/engine/attempt.rs):
+-- release only while the field counts more than N holds, those the
+-- caller's guards stand for; otherwise 4, and nothing latched.
+local above = tonumber(string.match(ARGV[5], '^above:(%d+)$'))
+if above and (tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0) <= above then
+    return 4
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then

@@ -9,6 +9,7 @@
 -- ARGV[3] latch TTL in ms,
 -- ARGV[4] the publish command ("publish", or "spublish" on a cluster),
 -- ARGV[5] "first" on a request's first attempt, "retry" on a later one,
+-- "above:N" for an undo of a late acquire,
 -- ARGV[6] (optional) the successor's field, ARGV[7] its lease in ms
 -- Reply: nil when the field does not hold the lock, 0 when holds remain,
 -- {1, heard} when the lock was freed and the release announced to `heard`
@@ -40,6 +41,13 @@ do
         end
         return tonumber(replayed)
     end
+end
+-- An undo of a late acquire (ARGV[5] "above:N", see src/engine/attempt.rs):
+-- release only while the field counts more than N holds, those the
+-- caller's guards stand for; otherwise 4, and nothing latched.
+local above = tonumber(string.match(ARGV[5], '^above:(%d+)$'))
+if above and (tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0) <= above then
+    return 4
 end
 local successor = ARGV[6]
 if successor and KEYS[4] then

@@ -2,7 +2,8 @@
 -- KEYS[1] the lock hash, KEYS[2] the channel, KEYS[3] the latch
 -- ARGV[1] the wake-up message ("1": wake every waiter), ARGV[2] the writer
 -- field, ARGV[3] latch TTL in ms, ARGV[4] the publish command,
--- ARGV[5] "first" on a request's first attempt, "retry" on a later one
+-- ARGV[5] "first" on a request's first attempt, "retry" on a later one,
+-- "above:N" for an undo of a late acquire
 -- Reply: nil when the field holds no write hold, 0 when write holds remain,
 -- 1 when the write lock was released (freed, or downgraded to the writer's
 -- read holds), 3 when a retry finds the write hold gone and no latch (the
@@ -17,6 +18,13 @@ do
     if replayed then
         return tonumber(replayed)
     end
+end
+-- An undo of a late acquire (ARGV[5] "above:N", see src/engine/attempt.rs):
+-- release only while the field counts more than N holds, those the
+-- caller's guards stand for; otherwise 4, and nothing latched.
+local above = tonumber(string.match(ARGV[5], '^above:(%d+)$'))
+if above and (tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0) <= above then
+    return 4
 end
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     if retry then

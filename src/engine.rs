@@ -12,6 +12,7 @@ mod give_back;
 pub(crate) mod outage;
 mod pending;
 mod release;
+mod undos;
 mod wait;
 
 use std::cell::{Cell, RefCell};
@@ -28,7 +29,7 @@ use crate::kind::{Attempt, Target};
 use crate::names;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
-use crate::server::Server;
+use crate::server::{LateRequests, Server};
 use crate::stats::Counters;
 use crate::thread_id;
 use crate::waiting::Waiting;
@@ -36,6 +37,7 @@ use crate::waiting::Waiting;
 use pending::PendingReleases;
 pub(crate) use pending::ReleaseFn;
 pub(crate) use release::Mode;
+use undos::LateUndos;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
@@ -76,6 +78,8 @@ pub(crate) struct Engine {
     next_request: AtomicU64,
     /// Releases of dropped guards that Redis has not confirmed yet.
     pending: PendingReleases,
+    /// Undos written behind late acquires, until they have run.
+    undos: LateUndos,
 }
 
 impl Engine {
@@ -89,6 +93,7 @@ impl Engine {
     ) -> Engine {
         Engine {
             pending: PendingReleases::new(Arc::clone(&server), Arc::clone(&renewals)),
+            undos: LateUndos::new(server.config().response_timeout),
             server,
             pubsub,
             renewals,
@@ -145,9 +150,11 @@ impl Engine {
     }
 
     /// Settles the calling thread's pending releases of `name` (its
-    /// `field`), so that what Redis then counts for the thread is what the
-    /// thread holds; an error while one is still unconfirmed.
+    /// `field`), and waits for the undos of its late acquires of it, so
+    /// that what Redis then counts for the thread is what the thread holds;
+    /// an error while one is still unconfirmed.
     pub(crate) fn settle_pending(&self, name: &str, field: &str) -> Result<()> {
+        self.undos.settle(name, field, None)?;
         self.pending.settle(name, field, None)
     }
 
@@ -213,6 +220,8 @@ impl Engine {
             lease_ms,
             field: self.field(lock.kind),
             unsure: Cell::new(false),
+            unsure_is_late: Cell::new(false),
+            late: RefCell::default(),
         };
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(call.interrupted());
@@ -261,6 +270,9 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
         name: lock.name,
         deadline: None,
         attempts_made: None,
+        late: None,
+        undo_above: None,
+        recorder: None,
     }
 }
 
@@ -273,6 +285,12 @@ struct Call<'a, K> {
     field: Arc<str>,
     /// Whether the last attempt's outcome is unknown (see `attempt.rs`).
     unsure: Cell<bool>,
+    /// Whether that attempt's connection is among `late` (its request may
+    /// still run, and its undo will follow it there).
+    unsure_is_late: Cell<bool>,
+    /// The connections of the call's attempts whose reply did not come in
+    /// time: a stalled server may run them late (see `attempt.rs`).
+    late: RefCell<LateRequests>,
 }
 
 impl<K: KindOps> Call<'_, K> {
@@ -315,7 +333,10 @@ impl<K: KindOps> Call<'_, K> {
     }
 
     fn target(&self) -> Target<'_> {
-        target(&self.engine.server, self.lock)
+        Target {
+            late: Some(&self.late),
+            ..target(&self.engine.server, self.lock)
+        }
     }
 
     fn interrupted(&self) -> Error {

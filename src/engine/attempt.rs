@@ -30,14 +30,18 @@
 //!   hold Redis counts when that is fewer than the guards (the guards'
 //!   holds were lost: what Redis has is the failed call's).
 
+use std::cell::RefCell;
 use std::time::Instant;
 
 use super::give_back::MAX_ORPHANS_RELEASED;
 use super::Call;
 use crate::error::{reply_was_read, Error, Result};
 use crate::kind::sealed::{unexpected_reply, KindOps};
+use crate::kind::Target;
 use crate::kind::{AcquireReply, AcquireRequest, Attempt};
 use crate::names;
+use crate::server::backend::Conn;
+use crate::server::{Recorder, Resends, Trailing};
 
 impl<K: KindOps> Call<'_, K> {
     /// One acquire attempt. An acquire that the replicas did not confirm
@@ -54,7 +58,7 @@ impl<K: KindOps> Call<'_, K> {
         engine.server.check_open()?;
         // A release of this thread's earlier hold still pending would
         // decrement the same field after this acquire: settle it first.
-        engine.pending.settle(self.lock.name, &self.field, None)?;
+        engine.settle_pending(self.lock.name, &self.field)?;
         let holds_here = engine.renewals.counted(self.lock.name, &self.field) > 0;
         let mut reply = self.send_acquire(may_queue, holds_here);
         if holds_here && matches!(reply, Ok(AcquireReply::HoldsGone)) {
@@ -92,6 +96,7 @@ impl<K: KindOps> Call<'_, K> {
             may_queue,
             holds_here,
         };
+        let kept_before = self.late.borrow().kept();
         let attempt = self
             .lock
             .kind
@@ -101,6 +106,8 @@ impl<K: KindOps> Call<'_, K> {
         // script that ran.
         self.unsure
             .set(matches!(&attempt, Err(Error::Redis(e)) if !reply_was_read(e)));
+        self.unsure_is_late
+            .set(self.unsure.get() && self.late.borrow().kept() > kept_before);
         if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
             match engine.release_script(self.lock, &self.field) {
                 // The undo itself is not replicated either, but it stands
@@ -132,6 +139,15 @@ impl<K: KindOps> Call<'_, K> {
         // Our own traces: given back even while the client shuts down.
         let _giving_back = self.engine.server.giving_back();
         let here = self.engine.renewals.counted(self.lock.name, &self.field);
+        let late = self.late.borrow_mut().take();
+        if !late.is_empty() {
+            self.undo_behind(late, here);
+        }
+        if self.unsure_is_late.get() {
+            // The last attempt may still run: a look now could come before
+            // it. Its undo follows it instead.
+            return;
+        }
         let config = self.engine.server.config();
         let deadline = Instant::now().checked_add(config.response_timeout);
         let in_redis = self
@@ -171,6 +187,47 @@ impl<K: KindOps> Call<'_, K> {
                 names::shorten(self.lock.name),
                 e.report()
             ),
+        }
+    }
+
+    /// Writes an undo behind each attempt of the call that a stalled server
+    /// may run late: the kind's release with the condition "only while the
+    /// field counts more than `here` holds" (those its guards stand for),
+    /// and its give-up (a fair queue's entry; nothing for other kinds),
+    /// recorded, then written on the attempt's own connection, so that it
+    /// runs right after the attempt, whenever that is. The thread's next
+    /// acquire of the lock waits for their replies (`pending.rs`): no later
+    /// acquire of the field may run before them, or the count check could
+    /// not tell its hold from the late one's.
+    #[cold]
+    fn undo_behind(&self, late: Vec<Conn>, here: u32) {
+        let engine = self.engine;
+        let keep_until = Instant::now() + Resends::Retries.latch_ttl(engine.server.config());
+        for conn in late {
+            let recorder = RefCell::new(Recorder::default());
+            let at = Target {
+                undo_above: Some(here),
+                recorder: Some(&recorder),
+                ..self.target()
+            };
+            // Recorded, not sent: the errors say so. A fair lock's late
+            // acquire may have queued the thread: it leaves the queue too
+            // (the call's own give-up may have come before it).
+            let _ = self
+                .lock
+                .kind
+                .release(at, &self.field, &engine.next_request_id());
+            let _ = self.lock.kind.give_up(at, &self.field);
+            let (commands, count) = recorder.into_inner().into_commands();
+            match Trailing::follow(conn, &commands, count, keep_until) {
+                Ok(trailing) => engine.undos.push(self.lock.name, &self.field, trailing),
+                Err(e) => log::warn!(
+                    "redhold: an acquire of {:?} may run late on a stalled server, and its \
+                     undo could not follow it ({e}); if it runs, the hold expires after its \
+                     lease",
+                    names::shorten(self.lock.name)
+                ),
+            }
         }
     }
 }

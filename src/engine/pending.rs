@@ -38,7 +38,7 @@ pub(crate) type ReleaseFn =
 
 /// The most releases waiting at once; a drop that finds the queue full
 /// waits for its own release (within the retry rule's bound) instead.
-const MAX_PENDING: usize = 1024;
+pub(super) const MAX_PENDING: usize = 1024;
 /// The worker's first pause between rounds, and its longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
@@ -282,6 +282,9 @@ impl Shared {
             name: &pending.name,
             deadline,
             attempts_made: Some(&pending.attempts_made),
+            late: None,
+            undo_above: None,
+            recorder: None,
         };
         let outcome = (pending.run)(target, &pending.field, &pending.request_id);
         match outcome {

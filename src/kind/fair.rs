@@ -53,8 +53,7 @@ impl KindOps for Fair {
     }
 
     fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
-        let reply: Vec<i64> = at.server.run_write(
-            at.name,
+        let reply: Vec<i64> = at.run_acquire(
             |conn| {
                 scripts::FAIR_ACQUIRE
                     .key(at.name)
@@ -116,7 +115,7 @@ impl KindOps for Fair {
     }
 
     fn give_up(&self, at: Target<'_>, field: &str) -> Result<()> {
-        let _: i64 = at.server.run_cleanup(|conn| {
+        let _: i64 = at.run_cleanup(|conn| {
             scripts::FAIR_GIVE_UP
                 .key(at.name)
                 .key(&self.queue)

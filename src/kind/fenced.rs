@@ -69,9 +69,7 @@ impl KindOps for Fenced {
         request: AcquireRequest<'_>,
     ) -> Result<AcquireReply<u64>> {
         let reply: Vec<i64> = at
-            .server
-            .run_write(
-                at.name,
+            .run_acquire(
                 |conn| {
                     scripts::FENCED_ACQUIRE
                         .key(at.name)

@@ -12,8 +12,7 @@ use crate::scripts;
 
 /// `lua/acquire.lua`, the plain and the spin lock's acquire.
 pub(super) fn acquire(at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
-    let reply: Vec<i64> = at.server.run_write(
-        at.name,
+    let reply: Vec<i64> = at.run_acquire(
         |conn| {
             scripts::ACQUIRE
                 .key(at.name)

@@ -23,15 +23,13 @@ mod hash;
 mod read_write;
 mod reentrant;
 mod spin;
+mod target;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::renewals::RenewKind;
-use crate::server::Server;
 
 pub use fair::Fair;
 pub use fenced::Fenced;
@@ -60,6 +58,7 @@ pub(crate) mod sealed {
     use super::*;
 
     pub use super::attempt::{AcquireReply, AcquireRequest, Attempt};
+    pub use super::target::Target;
 
     /// A hash lock's release reply when holds of the caller's field remain
     /// (a read release says 0 when anyone's holds remain).
@@ -76,36 +75,6 @@ pub(crate) mod sealed {
     /// attempt of the same request released anything, and the hold was
     /// lost before (an expiry, a restart, a forced unlock).
     pub const GONE_ON_RETRY: i64 = 3;
-
-    /// Names the attempts of one release request for its script: `"first"`,
-    /// then `"retry"`. A retry may follow an attempt that ran and lost its
-    /// reply, whose latch it replays; a first attempt reads the latch too,
-    /// since it may reach Redis late (a stalled server), after a retry ran.
-    ///
-    /// A release carried on in the background counts its attempts across
-    /// calls (`shared`): an attempt after one that timed out is a retry,
-    /// whoever sends it.
-    #[derive(Debug, Default)]
-    pub struct ReleaseAttempts<'a> {
-        made: u32,
-        shared: Option<&'a AtomicU32>,
-    }
-
-    impl ReleaseAttempts<'_> {
-        /// The word for the attempt about to be sent.
-        pub fn next(&mut self) -> &'static str {
-            self.made += 1;
-            let made = match self.shared {
-                Some(shared) => shared.fetch_add(1, Ordering::SeqCst) + 1,
-                None => self.made,
-            };
-            if made == 1 {
-                "first"
-            } else {
-                "retry"
-            }
-        }
-    }
 
     /// A parked thread of the releasing client that a release may hand the
     /// lock to directly, when it frees it (see [`KindOps::release_to`]).
@@ -155,45 +124,6 @@ pub(crate) mod sealed {
                 token: None,
                 heard: None,
             }
-        }
-    }
-
-    /// Where a kind's operations run: the server and the lock's name.
-    #[derive(Clone, Copy, Debug)]
-    pub struct Target<'a> {
-        pub server: &'a Server,
-        pub name: &'a str,
-        /// For a release: when its attempts must end (`None`: the retry
-        /// rule's own bound), and the attempts its request has made so far
-        /// (`None`: a request of one call).
-        pub deadline: Option<Instant>,
-        pub attempts_made: Option<&'a AtomicU32>,
-    }
-
-    impl<'a> Target<'a> {
-        /// Counts the attempts of this target's release request.
-        pub fn release_attempts(&self) -> ReleaseAttempts<'a> {
-            ReleaseAttempts {
-                made: 0,
-                shared: self.attempts_made,
-            }
-        }
-
-        /// Runs a release script like [`Server::run_write`], within this
-        /// target's deadline.
-        pub fn run_release<T>(
-            &self,
-            op: impl FnMut(&mut dyn redis::ConnectionLike) -> redis::RedisResult<T>,
-            wrote: impl Fn(&T) -> bool,
-        ) -> Result<T> {
-            self.server
-                .run_write_until(self.name, self.deadline, op, wrote)
-        }
-
-        /// The unlock latch key of release `request_id` and its TTL in ms
-        /// (see `lua/release.lua`).
-        pub fn unlock_latch(&self, request_id: &str) -> (String, u64) {
-            self.server.unlock_latch(self.name, request_id)
         }
     }
 

@@ -97,8 +97,7 @@ impl KindOps for Read {
         let field = request.field;
         let prefix = format!("{}:{field}:rwlock_timeout", self.base);
         let writer = format!("{field}{WRITE_SUFFIX}");
-        let reply: Vec<i64> = at.server.run_write(
-            at.name,
+        let reply: Vec<i64> = at.run_acquire(
             |conn| {
                 scripts::READ_ACQUIRE
                     .key(at.name)
@@ -184,8 +183,7 @@ impl KindOps for Write {
     fn try_acquire(&self, at: Target<'_>, request: AcquireRequest<'_>) -> Result<AcquireReply<()>> {
         let field = request.field;
         let reader = field.strip_suffix(WRITE_SUFFIX).unwrap_or(field);
-        let reply: Vec<i64> = at.server.run_write(
-            at.name,
+        let reply: Vec<i64> = at.run_acquire(
             |conn| {
                 scripts::WRITE_ACQUIRE
                     .key(at.name)

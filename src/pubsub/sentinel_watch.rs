@@ -162,6 +162,12 @@ fn note(shared: &Shared, known: &mut Option<String>, address: String) {
             "redhold: the sentinels moved the master from {old} to {address}; \
              reconnecting to the new one"
         );
+        // The sentinel a look-up asks first may not know yet, while the
+        // old master still answers as one: the new connections go to the
+        // announced master.
+        if let Some(sentinels) = shared.server.pool().backend().sentinels() {
+            sentinels.switched_to(&address);
+        }
         master_moved(shared);
     }
 }

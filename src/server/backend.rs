@@ -77,16 +77,30 @@ impl Conn {
         matches!(self, Conn::Single(c, _) if c.is_late())
     }
 
-    /// Writes `command` (packed) behind the request whose reply never came,
-    /// and closes the sending half: the server runs both in order when it
-    /// gets to them, then sees the end of the stream.
-    pub(crate) fn follow(&mut self, command: &[u8]) -> RedisResult<()> {
+    /// Writes `commands` (packed) behind the request whose reply never
+    /// came, and closes the sending half when told (nobody reads the
+    /// replies then): the server runs them in order when it gets to them.
+    pub(crate) fn follow(&mut self, commands: &[u8], close_sending: bool) -> RedisResult<()> {
         match self {
-            Conn::Single(c, _) => c.follow(command),
+            Conn::Single(c, _) => c.follow(commands, close_sending),
             #[cfg(feature = "cluster")]
             Conn::Cluster(_) => Err(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 "an undo cannot follow a request on a cluster connection",
+            )
+            .into()),
+        }
+    }
+
+    /// Reads the next reply due on a connection an undo follows on, before
+    /// `deadline`.
+    pub(crate) fn receive(&mut self, deadline: Option<Instant>) -> RedisResult<redis::Value> {
+        match self {
+            Conn::Single(c, _) => c.receive(deadline),
+            #[cfg(feature = "cluster")]
+            Conn::Cluster(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "no undo follows on a cluster connection",
             )
             .into()),
         }

@@ -139,10 +139,11 @@ impl Connection {
         self.late
     }
 
-    /// Writes `command` behind the request whose reply did not come in time
-    /// and closes the sending half: the server runs both, in order, when
-    /// it gets to them (a stalled server, when it wakes).
-    pub(crate) fn follow(&mut self, command: &[u8]) -> RedisResult<()> {
+    /// Writes `commands` behind the request whose reply did not come in
+    /// time, and closes the sending half when told: the server runs them
+    /// in order when it gets to them (a stalled server, when it wakes).
+    /// Once only: the connection is then good for reading their replies.
+    pub(crate) fn follow(&mut self, commands: &[u8], close_sending: bool) -> RedisResult<()> {
         if !self.late {
             return Err(io::Error::new(
                 io::ErrorKind::NotConnected,
@@ -151,8 +152,10 @@ impl Connection {
             .into());
         }
         self.late = false;
-        let written = self.wire.stream.write_all(command);
-        self.wire.stream.shutdown_write();
+        let written = self.wire.stream.write_all(commands);
+        if close_sending {
+            self.wire.stream.shutdown_write();
+        }
         written.map_err(Into::into)
     }
 

@@ -14,8 +14,11 @@ pub(crate) mod backend;
 #[cfg(feature = "cluster")]
 mod cluster_node;
 pub(crate) mod connection;
+pub(crate) mod late;
 mod opener;
 pub(crate) mod pool;
+mod pubsub_mode;
+mod recorder;
 pub(crate) mod request;
 pub(crate) mod resp;
 #[cfg(test)]
@@ -41,8 +44,12 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+pub(crate) use late::{LateRequests, Trailing};
 pub(crate) use opener::NOT_RESP;
 use pool::Pool;
+use pubsub_mode::choose_pubsub_mode;
+pub(crate) use pubsub_mode::PubSubMode;
+pub(crate) use recorder::Recorder;
 pub(crate) use request::{Request, Resends};
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::Sentinels;
@@ -66,18 +73,6 @@ impl Drop for GivingBack {
     fn drop(&mut self) {
         GIVING_BACK.set(self.was);
     }
-}
-
-/// How releases are announced and heard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PubSubMode {
-    /// `PUBLISH` / `SUBSCRIBE`: one server, a sentinel's master, or a
-    /// cluster with classic pub/sub (every node hears every message).
-    Classic,
-    /// `SPUBLISH` / `SSUBSCRIBE`: a cluster where only the slot's owner
-    /// delivers a channel's messages.
-    #[cfg(feature = "cluster")]
-    Sharded,
 }
 
 /// One deployment of Redis as the rest of the crate sees it.
@@ -158,19 +153,49 @@ impl Server {
         self.run_write_keeping(lock, deadline, None, op, wrote)
     }
 
-    /// [`run_write_until`](Self::run_write_until) that leaves in `late` the
-    /// connection of a last attempt whose reply did not come in time (see
-    /// `request.rs`).
+    /// [`run_write_until`](Self::run_write_until) that keeps in `late` the
+    /// connections of attempts whose reply did not come in time (see
+    /// `late.rs`).
     pub(crate) fn run_write_keeping<T>(
         &self,
         lock: &str,
         deadline: Option<Instant>,
-        late: Option<&mut Option<backend::Conn>>,
+        late: Option<&mut LateRequests>,
         op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<T> {
         self.check_open()?;
         let (value, acknowledged) = self.pool.run_write(deadline, late, op, wrote)?;
+        self.synced(lock, value, acknowledged)
+    }
+
+    /// Sends one look of `request` on lock `name` (see `request.rs`): with
+    /// the retry rule, the latch's life checked and the replicas' sync
+    /// checked like [`run_write`](Self::run_write). A look the replicas
+    /// did not confirm is one the call does not keep.
+    pub(crate) fn run_request<T>(
+        &self,
+        name: &str,
+        request: &mut Request,
+        op: impl FnMut(&mut dyn ConnectionLike, &str, u64, u64) -> RedisResult<T>,
+        wrote: impl Fn(&T) -> bool,
+    ) -> Result<T> {
+        self.check_open()?;
+        let (value, acknowledged) = request.run(&self.pool, name, op, wrote)?;
+        self.synced(name, value, acknowledged)
+            .inspect_err(|_| request.unkept())
+    }
+
+    /// Ends `request`'s call with `undo` behind its late attempts (see
+    /// [`Request::undo`]), also while the client shuts down.
+    pub(crate) fn undo_request(&self, request: &mut Request, undo: &redis::Cmd) -> Result<()> {
+        self.check_process()?;
+        request.undo(&self.pool, undo)
+    }
+
+    /// `value`, or [`Error::ReplicasNotSynced`] when fewer replicas than
+    /// wanted `acknowledged` the write that gave it.
+    fn synced<T>(&self, lock: &str, value: T, acknowledged: Option<usize>) -> Result<T> {
         match (acknowledged, self.pool.replicas_wanted()) {
             (Some(acknowledged), Some(wanted)) if acknowledged < wanted => {
                 Err(Error::ReplicasNotSynced {
@@ -352,23 +377,4 @@ impl Server {
     pub(crate) fn cluster_seed(&self) -> RedisResult<ConnectionInfo> {
         self.pool.backend().pubsub_target(0)
     }
-}
-
-/// Chooses the pub/sub mode once, when the client starts.
-fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubMode> {
-    #[cfg(feature = "cluster")]
-    if pool.backend().is_cluster() {
-        let seed = pool
-            .backend()
-            .pubsub_target(0)
-            .map_err(|source| Error::Connect {
-                url: config.target(),
-                source,
-            })?;
-        if topology::sharded_pubsub(pool, &seed, config)? {
-            return Ok(PubSubMode::Sharded);
-        }
-    }
-    let _ = (pool, config);
-    Ok(PubSubMode::Classic)
 }

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use redis::{ConnectionLike, RedisResult};
 
 use super::backend::{Backend, Conn};
+use super::late::LateRequests;
 use crate::config::Config;
 use crate::error::{is_transient, reply_was_read, Error, Result};
 
@@ -96,7 +97,7 @@ impl Pool {
     pub(crate) fn run_write<T>(
         &self,
         deadline: Option<Instant>,
-        late: Option<&mut Option<Conn>>,
+        late: Option<&mut LateRequests>,
         mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
     ) -> Result<(T, Option<usize>)> {
@@ -137,15 +138,15 @@ impl Pool {
         self.run_attempts(deadline, None, op)
     }
 
-    /// [`run_until`](Self::run_until) that, when given `late`, leaves there
-    /// the connection of a last attempt whose reply did not come in time,
+    /// [`run_until`](Self::run_until) that, when given `late`, keeps there
+    /// the connection of every attempt whose reply did not come in time,
     /// still open: a stalled server may run that request later, and an
     /// undo written on the same connection runs right after it (see
-    /// `request.rs`). Only plain connections are kept.
+    /// `late.rs`). Only plain connections are kept.
     fn run_attempts<T>(
         &self,
         deadline: Option<Instant>,
-        mut late: Option<&mut Option<Conn>>,
+        mut late: Option<&mut LateRequests>,
         mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> Result<T> {
         let mut retries_left = self.config.retry_attempts;
@@ -174,7 +175,7 @@ impl Pool {
     fn run_once<T>(
         &self,
         deadline: Option<Instant>,
-        late: Option<&mut Option<Conn>>,
+        late: Option<&mut LateRequests>,
         op: &mut impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> RedisResult<T> {
         let left = match deadline {
@@ -207,9 +208,10 @@ impl Pool {
                 // other idle connections are likely dead too.
                 self.idle.lock().clear();
                 if let Some(late) = late {
-                    // Kept (or, when not kept, closed: an earlier late
-                    // one is replaced) for an undo behind the request.
-                    *late = (e.is_timeout() && conn.may_follow()).then_some(conn);
+                    if e.is_timeout() && conn.may_follow() {
+                        // Kept for an undo behind the request.
+                        late.keep(conn);
+                    }
                 }
             }
             // A reply not read whole (garbled, say) leaves the stream out
@@ -264,7 +266,7 @@ impl Pool {
     /// neither half of it is lost to a reset while a stalled server has
     /// yet to read them. Connections kept earlier whose time is up close.
     pub(crate) fn follow(&self, mut conn: Conn, command: &[u8], keep_until: Instant) -> Result<()> {
-        conn.follow(command).map_err(Error::Redis)?;
+        conn.follow(command, true).map_err(Error::Redis)?;
         let mut trailing = self.trailing.lock();
         let now = Instant::now();
         trailing.retain(|(_, until)| *until > now);

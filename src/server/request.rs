@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionLike, RedisResult};
 
-use super::backend::Conn;
-use super::Server;
+use super::late::LateRequests;
+use super::pool::Pool;
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -99,9 +99,9 @@ pub(crate) struct Request {
     answered: u64,
     /// An answer came that the call does not keep (replicas not synced).
     unkept: bool,
-    /// The connection of the last attempt whose reply never came, kept open
-    /// for the undo (see [`Request::late_connection`]).
-    late: Option<Conn>,
+    /// The connections of the attempts whose reply never came, kept open
+    /// for the undo.
+    late: LateRequests,
 }
 
 impl std::fmt::Debug for Request {
@@ -111,7 +111,7 @@ impl std::fmt::Debug for Request {
             .field("ttl", &self.ttl)
             .field("sent", &self.sent)
             .field("answered", &self.answered)
-            .field("late", &self.late.is_some())
+            .field("late", &self.late.len())
             .finish()
     }
 }
@@ -126,7 +126,7 @@ impl Request {
             sent: 0,
             answered: 0,
             unkept: false,
-            late: None,
+            late: LateRequests::default(),
         }
     }
 
@@ -155,7 +155,7 @@ impl Request {
     /// wrote the latch: it lives `ttl` from that send at least.
     pub(crate) fn answered(&mut self, sent_at: Instant) {
         self.answered = self.sent;
-        self.late = None;
+        self.late.clear();
         if let Some(until) = sent_at.checked_add(self.ttl) {
             self.alive_until = Some(self.alive_until.map_or(until, |u| u.max(until)));
         }
@@ -172,12 +172,6 @@ impl Request {
     pub(crate) fn unsure(&self) -> bool {
         self.sent > self.answered || self.unkept
     }
-
-    /// The connection the last unanswered attempt went out on, if it is
-    /// still open: the undo goes right behind it.
-    pub(crate) fn late_connection(&mut self) -> Option<Conn> {
-        self.late.take()
-    }
 }
 
 impl Request {
@@ -186,14 +180,17 @@ impl Request {
     /// (not sent) once an attempt could reach Redis after the latch may
     /// have expired. An answered look moves the latch's life on; the
     /// connection of an unanswered last attempt is kept for the undo.
+    ///
+    /// Returns the value and, when the client syncs replicas, how many
+    /// acknowledged the write (see [`Pool::run_write`]).
     pub(crate) fn run<T>(
         &mut self,
-        server: &Server,
+        pool: &Pool,
         name: &str,
         mut op: impl FnMut(&mut dyn ConnectionLike, &str, u64, u64) -> RedisResult<T>,
         wrote: impl Fn(&T) -> bool,
-    ) -> Result<T> {
-        if !self.may_send(retry_bound(server.config())) {
+    ) -> Result<(T, Option<usize>)> {
+        if !self.may_send(retry_bound(pool.config())) {
             return Err(latch_may_have_expired(name));
         }
         let ttl_ms = self.latch_ttl_ms();
@@ -206,8 +203,7 @@ impl Request {
             late,
             ..
         } = self;
-        let result = server.run_write_keeping(
-            name,
+        let result = pool.run_write(
             None,
             Some(late),
             |conn| {
@@ -220,14 +216,8 @@ impl Request {
             },
             wrote,
         );
-        match &result {
-            Ok(_) => self.answered(sent_at),
-            Err(Error::ReplicasNotSynced { .. }) => {
-                // Taken on the master, which the call will not keep.
-                self.answered(sent_at);
-                self.unkept();
-            }
-            Err(_) => {}
+        if result.is_ok() {
+            self.answered(sent_at);
         }
         result
     }
@@ -238,7 +228,7 @@ impl Request {
     /// nothing) right behind the last unanswered attempt when its
     /// connection is still open, else on a connection of its own. Nothing
     /// to do when every attempt was answered and kept.
-    pub(crate) fn undo(&mut self, server: &Server, undo: &redis::Cmd) -> Result<()> {
+    pub(crate) fn undo(&mut self, pool: &Pool, undo: &redis::Cmd) -> Result<()> {
         if !self.unsure() {
             return Ok(());
         }
@@ -249,13 +239,20 @@ impl Request {
             // Whatever was taken, the latch that says so is gone.
             return Err(latch_may_have_expired(&self.latch));
         }
-        if let Some(conn) = self.late_connection() {
-            // Runs after the late request, whenever the server gets to it.
-            return server
-                .pool()
-                .follow(conn, &undo.get_packed_command(), keep_until);
+        let late = self.late.take();
+        if late.is_empty() {
+            return pool.run(|conn| undo.query::<redis::Value>(conn).map(drop));
         }
-        server.run_cleanup(|conn| undo.query::<redis::Value>(conn).map(drop))
+        // Behind every late attempt: each runs after its own, whenever the
+        // server gets to it; the first to run gives back and closes the
+        // latch, the others find it closed.
+        let packed = undo.get_packed_command();
+        let mut outcome = Ok(());
+        for conn in late {
+            let followed = pool.follow(conn, &packed, keep_until);
+            outcome = outcome.and(followed);
+        }
+        outcome
     }
 }
 

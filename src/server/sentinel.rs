@@ -72,6 +72,10 @@ pub(crate) struct Sentinels {
     tls: Arc<TlsConnector>,
     /// `ip:port` of the master the last look-up connected to.
     last_master: Mutex<Option<String>>,
+    /// The master a `+switch-master` announced, until a sentinel asked in a
+    /// look-up names it too: the sentinel asked first may not know the
+    /// switch yet, and the old master may still answer as one.
+    announced: Mutex<Option<(String, u16)>>,
 }
 
 impl std::fmt::Debug for Sentinels {
@@ -106,12 +110,25 @@ impl Sentinels {
             first: AtomicUsize::new(0),
             tls,
             last_master: Mutex::new(None),
+            announced: Mutex::new(None),
         }
     }
 
-    /// A new connection to the current master, checked with `ROLE`. Asks
-    /// the sentinels in turn, starting with the one that answered last,
-    /// until one names a master that answers as a master. Each connect
+    /// The sentinels announced that the master moved to `address`
+    /// (`ip:port`): the next look-ups go there first, until a sentinel
+    /// asked names it too.
+    pub(crate) fn switched_to(&self, address: &str) {
+        let parsed = address
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?)));
+        *self.announced.lock() = parsed;
+    }
+
+    /// A new connection to the current master, checked with `ROLE`. Tries
+    /// the master a `+switch-master` announced first, when one did (see
+    /// [`switched_to`](Self::switched_to)); then asks the sentinels in
+    /// turn, starting with the one that answered last, until one names a
+    /// master that answers as a master. Each connect
     /// waits at most `limits.connect`, each reply `limits.response`, and
     /// nothing starts after `limits.deadline`.
     ///
@@ -121,6 +138,23 @@ impl Sentinels {
         &self,
         limits: Limits,
     ) -> RedisResult<(ConnectionInfo, Connection)> {
+        let announced = self.announced.lock().clone();
+        if let Some(address) = announced.clone() {
+            let named = format!("{}:{}", address.0, address.1);
+            match self.open_master(address, limits) {
+                Ok(found) => {
+                    *self.last_master.lock() = Some(named);
+                    return Ok(found);
+                }
+                Err(e) => {
+                    // Gone, or demoted since: the sentinels know better.
+                    log::debug!(
+                        "redhold: the announced master {named} does not answer as one: {e}"
+                    );
+                    *self.announced.lock() = None;
+                }
+            }
+        }
         let count = self.nodes.len();
         let start = self.first.load(Ordering::Relaxed) % count;
         let mut master_error = None;
@@ -138,6 +172,10 @@ impl Sentinels {
                 }
             };
             let named = format!("{}:{}", address.0, address.1);
+            if announced.as_ref() == Some(&address) {
+                // The sentinels caught up with the announcement.
+                *self.announced.lock() = None;
+            }
             match self.open_master(address, limits) {
                 Ok(found) => {
                     self.first.store(i, Ordering::Relaxed);

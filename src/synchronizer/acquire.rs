@@ -134,10 +134,10 @@ impl Semaphore {
             channel: &self.channel,
         }
         .until(wait, interrupt, || {
-            let taken: Result<i64> = request
-                .run(
-                    server,
+            let taken: Result<i64> = server
+                .run_request(
                     &self.name,
+                    &mut request,
                     |conn, latch, latch_ttl, attempt| {
                         scripts::SEMAPHORE_ACQUIRE
                             .key(&*self.name)
@@ -181,7 +181,7 @@ impl Semaphore {
                     .arg(server.publish_command())
                     .arg(request.latch_ttl_ms())
                     .clone();
-                if let Err(e) = request.undo(server, &undo) {
+                if let Err(e) = server.undo_request(&mut request, &undo) {
                     log::warn!(
                         "redhold: semaphore {:?}: an acquire whose reply was lost may keep \
                          {permits} permit(s) taken: {}",

@@ -99,10 +99,10 @@ impl PermitExpirableSemaphore {
         }
         .until(wait, interrupt, || {
             let now = now_ms();
-            let reply: Vec<i64> = request
-                .run(
-                    server,
+            let reply: Vec<i64> = server
+                .run_request(
                     &self.name,
+                    &mut request,
                     |conn, latch, latch_ttl, attempt| {
                         scripts::EXPIRABLE_ACQUIRE
                             .key(&*self.name)
@@ -163,7 +163,7 @@ impl PermitExpirableSemaphore {
                     .arg(request.latch_ttl_ms())
                     .arg(&id[..])
                     .clone();
-                if let Err(e) = request.undo(server, &undo) {
+                if let Err(e) = server.undo_request(&mut request, &undo) {
                     log::warn!(
                         "redhold: semaphore {:?}: an acquire whose reply was lost may keep a \
                          permit until its lease ends: {}",

@@ -191,6 +191,8 @@ impl CountDownLatch {
     pub fn delete(&self) -> Result<bool> {
         self.check_name()?;
         let server = self.client.engine().server();
+        let (latch, latch_ttl) =
+            server.unlock_latch(&self.name, &self.client.engine().next_request_id());
         let deleted: i64 = server
             .run_write(
                 &self.name,
@@ -198,7 +200,9 @@ impl CountDownLatch {
                     scripts::LATCH_DELETE
                         .key(&*self.name)
                         .key(&*self.channel)
+                        .key(&latch)
                         .arg(server.publish_command())
+                        .arg(latch_ttl)
                         .invoke(conn)
                 },
                 |deleted: &i64| *deleted == 1,

@@ -295,3 +295,78 @@ fn a_semaphore_acquire_that_runs_after_its_caller_gave_up_is_given_back() {
         );
     }
 }
+
+/// One kind's `try_lock` with a long lease: whether it took the lock (and
+/// gave it back).
+type TryLock = Box<dyn Fn() -> redhold::Result<bool> + Send>;
+
+/// Issue 33, defect 4, for every lock kind: an acquire that times out on a
+/// stalled server fails its call, and the server runs it when it wakes.
+/// Its undo is written behind it on the same connection, so the lock is
+/// free then, not held for the lease (600 s) by a hold no guard owns.
+#[test]
+fn an_acquire_that_runs_after_its_caller_gave_up_is_undone_for_every_kind() {
+    let server = debuggable_server();
+    let mut locks: Vec<(String, TryLock)> = Vec::new();
+    let mut add = |name: &str, try_it: TryLock| {
+        // Taken and given back once, so that the server has the scripts.
+        assert!(
+            try_it().expect("a first try"),
+            "{name}: busy before the stall"
+        );
+        locks.push((name.to_owned(), try_it));
+    };
+    const LEASE: Duration = Duration::from_secs(600);
+    // A client per kind: each has an idle connection its acquire goes out
+    // on at once (a new one would not get past its handshake).
+    macro_rules! kind {
+        ($name:literal, $lock:ident $(. $then:ident())?) => {{
+            let lock = client(&server, 1).$lock($name)$(.$then())?;
+            add(
+                $name,
+                Box::new(move || {
+                    lock.try_lock_for_with_lease(Duration::ZERO, LEASE)
+                        .map(|guard| guard.map(|g| g.unlock().expect("unlock")).is_some())
+                }),
+            );
+        }};
+    }
+    kind!("late:plain", lock);
+    kind!("late:fair", fair_lock);
+    kind!("late:fenced", fenced_lock);
+    kind!("late:spin", spin_lock);
+    kind!("late:rw-r", read_write_lock.read());
+    kind!("late:rw-w", read_write_lock.write());
+
+    let (staller, sent) = stall(&server, Duration::from_secs(2));
+    let tries: Vec<_> = locks
+        .into_iter()
+        .map(|(name, try_it)| bounded::spawn("late acquire", move || (name, try_it())))
+        .collect();
+    for attempt in tries {
+        let (name, outcome) = attempt.join_within(Duration::from_secs(10));
+        assert!(
+            outcome.is_err(),
+            "{name}: the stalled server answered: {outcome:?}"
+        );
+    }
+    staller.join_within(Duration::from_secs(10));
+    let woke = sent + Duration::from_secs(2);
+    thread::sleep(woke.saturating_duration_since(Instant::now()) + PROMPTLY);
+    let stayed: Vec<String> = [
+        "late:plain",
+        "late:fair",
+        "late:fenced",
+        "late:spin",
+        "late:rw-r",
+        "late:rw-w",
+    ]
+    .into_iter()
+    .filter(|name| server.cmd::<i64>(&["EXISTS", name]) == 1)
+    .map(|name| format!("{name} (PTTL {} ms)", server.cmd::<i64>(&["PTTL", name])))
+    .collect();
+    assert!(
+        stayed.is_empty(),
+        "late acquires' holds stayed, of a {LEASE:?} lease: {stayed:?}"
+    );
+}

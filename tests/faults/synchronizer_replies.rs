@@ -31,6 +31,7 @@ fn setup() -> (RedisServer, FaultProxy, redhold::Client) {
         .forget();
     let warm = client.count_down_latch("warm-up-latch");
     warm.count_down().expect("warm-up count-down");
+    warm.delete().expect("warm-up delete");
     (server, proxy, client)
 }
 
@@ -52,6 +53,20 @@ fn a_retried_count_down_counts_once() {
     assert_eq!(latch.count_down().expect("retried count-down"), 1);
     assert!(armed.wait_fired(Duration::from_secs(1)), "the rule fired");
     assert_eq!(server.cmd::<String>(&["GET", "cd"]), "1", "counted once");
+}
+
+#[test]
+fn a_retried_latch_delete_says_it_deleted() {
+    let (server, proxy, client) = setup();
+    let latch = client.count_down_latch("del");
+    assert!(latch.try_set_count(3).unwrap());
+    let armed = lose_reply(&proxy, "del", "redisson_countdownlatch__channel__");
+    assert!(
+        latch.delete().expect("retried delete"),
+        "the delete that ran says false"
+    );
+    assert!(armed.wait_fired(Duration::from_secs(1)), "the rule fired");
+    assert_eq!(server.cmd::<i64>(&["EXISTS", "del"]), 0);
 }
 
 #[test]

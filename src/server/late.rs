@@ -1,0 +1,135 @@
+//! Requests whose reply did not come in time, on connections kept open so
+//! that an undo can follow each of them.
+//!
+//! A stalled server (a long fork, `DEBUG SLEEP`, a paused VM) holds the
+//! requests queued on its sockets and runs them when it wakes, long after
+//! their callers gave up. Redis runs one connection's commands in order, so
+//! an undo written on the same connection right behind such a request runs
+//! after it, whenever that is; on a new connection it could run first, or
+//! not be sent at all (the new connection's handshake times out too).
+//!
+//! A call collects here the connection of every attempt that timed out
+//! (the pool's retries included: each may run late), and when it ends
+//! without keeping what those attempts may take, writes its undo behind
+//! each (see `request.rs` for the semaphores and `engine/attempt.rs` for
+//! the locks).
+
+use std::time::Instant;
+
+use redis::{RedisResult, Value};
+
+use super::backend::Conn;
+
+/// The most late attempts one call keeps: beyond the retry rule's count,
+/// an older one is closed (its request, if it runs, is one the undo's
+/// count check or latch still covers, at the cost of a hold left to its
+/// TTL).
+const MAX_KEPT: usize = 8;
+
+/// The late attempts of one call.
+#[derive(Default)]
+pub(crate) struct LateRequests {
+    conns: Vec<Conn>,
+    /// How many were ever kept: tells a caller whether its last attempt
+    /// was.
+    kept: usize,
+}
+
+impl std::fmt::Debug for LateRequests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LateRequests")
+            .field("kept", &self.conns.len())
+            .finish()
+    }
+}
+
+impl LateRequests {
+    /// Keeps `conn`, whose last request's reply did not come in time.
+    pub(crate) fn keep(&mut self, conn: Conn) {
+        if self.conns.len() >= MAX_KEPT {
+            self.conns.remove(0);
+        }
+        self.conns.push(conn);
+        self.kept += 1;
+    }
+
+    /// How many attempts' connections were ever kept.
+    pub(crate) fn kept(&self) -> usize {
+        self.kept
+    }
+
+    /// An attempt was answered: the earlier ones' outcome is the caller's
+    /// business (a latch, a count); their connections close.
+    pub(crate) fn clear(&mut self) {
+        self.conns.clear();
+    }
+
+    /// How many late attempts are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Takes the kept connections, to write an undo behind each.
+    pub(crate) fn take(&mut self) -> Vec<Conn> {
+        std::mem::take(&mut self.conns)
+    }
+}
+
+/// A connection an undo was written on, behind a late request: it stays
+/// open until the undo's reply is read ([`Trailing::confirm`]) or its time
+/// is up.
+pub(crate) struct Trailing {
+    conn: Conn,
+    /// Replies still to read: the late request's, then the undo's own.
+    replies_left: usize,
+    keep_until: Instant,
+}
+
+impl std::fmt::Debug for Trailing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trailing")
+            .field("replies_left", &self.replies_left)
+            .field("keep_until", &self.keep_until)
+            .finish()
+    }
+}
+
+impl Trailing {
+    /// Writes `commands` (packed, `count` of them) on `conn` behind its late
+    /// request; the connection stays open for the replies.
+    pub(crate) fn follow(
+        mut conn: Conn,
+        commands: &[u8],
+        count: usize,
+        keep_until: Instant,
+    ) -> RedisResult<Trailing> {
+        conn.follow(commands, false)?;
+        Ok(Trailing {
+            conn,
+            replies_left: count + 1,
+            keep_until,
+        })
+    }
+
+    /// Whether its time is up: then it closes, its undo run or not.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        now >= self.keep_until
+    }
+
+    /// Reads the replies still due before `deadline`; `Ok` with the undo's
+    /// own reply once it came (the undo has run), an error when the time
+    /// ran out first (a timeout: it may still run) or the connection failed
+    /// (then it ran or never will: nothing of ours is on its way any more).
+    pub(crate) fn confirm(&mut self, deadline: Option<Instant>) -> RedisResult<Value> {
+        let deadline = [Some(self.keep_until), deadline]
+            .into_iter()
+            .flatten()
+            .min();
+        let mut last = Value::Nil;
+        while self.replies_left > 0 {
+            last = self.conn.receive(deadline)?;
+            self.replies_left -= 1;
+        }
+        Ok(last)
+    }
+}
