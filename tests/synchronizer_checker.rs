@@ -464,9 +464,10 @@ fn expirable_schedule(seed: u64, world: &Arc<World>) {
                 while Instant::now() < until {
                     world.maybe_fault(&mut rng, &name, 2);
                     let lease = Duration::from_millis(100 + rng.below(400));
-                    // Now and then a long wait: one that rides out a storm.
-                    let wait = match rng.below(4) {
-                        0 => Duration::from_millis(2000 + rng.below(2000)),
+                    // Now and then a wait longer than a partition: one
+                    // that rides it out and resends after it.
+                    let wait = match rng.below(3) {
+                        0 => Duration::from_millis(5000 + rng.below(2000)),
                         _ => rng.millis(400),
                     };
                     let asked = Instant::now();

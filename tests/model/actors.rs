@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redhold::{Client, Interrupt};
 
+mod partitioned_release;
 mod stalled_drop;
+
+pub(crate) use partitioned_release::PARTITIONED;
 mod wiped_reentry;
 
 use crate::config::{
@@ -638,6 +641,9 @@ impl Actor {
                 hold,
             } => self.long_lease(target, lease, hold),
             Op::UnlockGuarded { index } => self.unlock_guarded(index),
+            Op::PartitionedRelease { target, partition } => {
+                self.partitioned_release(target, partition);
+            }
             Op::SharedChannelWake {
                 first,
                 then,

@@ -9,7 +9,8 @@
 //! spin locks on plain names), acquires with and without leases
 //! (re-entrant ones too), releases in any order, leaks, stale leased
 //! guards, force-unlocks (and a re-entry with its reply spoiled right
-//! after one), interruptible waits, client restarts, a client
+//! after one), a background release resent after a partition longer
+//! than its latch's life, interruptible waits, client restarts, a client
 //! shut down while its threads hand a lock to each other, `Lock::unlock()`
 //! on a lock held only through live guards, long leases (longer than the
 //! liveness bound) on names that share a channel, released early while
@@ -61,10 +62,11 @@
 //! | `actors.rs` | actor threads, client slots (restarts), shutdown during a hand-over, lost releases, shared-channel wake-ups, `Lock::unlock` on guarded locks, the interrupter |
 //! | `actors/wiped_reentry.rs` | a lock taken, force-unlocked, taken and released by another thread, then re-entered with its reply garbled, cut or lost: the first guard's release must say `LockLost` |
 //! | `actors/stalled_drop.rs` | a guard dropped with its release request held back past the response timeout (the release goes on in the background), then the same lock taken again by the same thread, or the client shut down |
+//! | `actors/partitioned_release.rs` | one lock taken twice through a client behind a proxy of its own; the second guard dropped while that proxy loses the release's reply and partitions for longer than the unlock latch lives (the release worker resends); another client tries the lock while the first guard stands |
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
 //! | `failover.rs`, `failover/` | a separate test, `failover_safety`: Sentinel failovers that lose the replication stream for real (`link.rs`: every server known by a forwarder on 127.0.0.2 that can hold the stream back; `crash.rs`: starve the replica, `SIGKILL` the master right after an acquire or mid-operation, rejoin it empty as a replica; `topology.rs`, `actors.rs`, `tally.rs`), counting two-holder incidents with (`sync`: any incident or hold on an unreplicated write fails it) and without (`nosync`: counted and printed) `sync_replicas(1, 500 ms)`; either mode fails on a loss told `Ok`. `cluster.rs`: the same on a 3+3 Cluster with `CLUSTER FAILOVER FORCE` (no sync: not combinable). `live`: the master's link shuts the sentinels out, they replace it while it serves on, and one actor starts a new client per section; a client that does not follow `+switch-master` leaves holders on the old master told `Ok`. `REDHOLD_MODEL_FAILOVER=sync\|nosync\|cluster\|live\|all` (default all, side by side, each until 3 failovers: ~20 s); `REDHOLD_MODEL_FAILOVER_SECS=<s>` for the long runs |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
-//! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply |
+//! | `../support/fault_proxy.rs` | a TCP proxy that loses or delays one chosen request or reply, or partitions (cuts every connection, holds new ones silent) |
 //! | `spoiled.rs` | an acquire's reply garbled, cut or lost; the hold count in Redis judged on the spot |
 //! | `children.rs`, `wire.rs` | actors in child processes, events over a socket |
 //! | `faults.rs` | the fault thread |

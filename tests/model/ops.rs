@@ -131,6 +131,12 @@ pub(crate) enum Op {
     /// unlock the first guard: its hold was lost, so its release must not
     /// say `Ok` (see `actors/wiped_reentry.rs`).
     WipedReentry { target: Target, spoil: u8 },
+    /// Take `target` twice through a client behind a proxy of its own,
+    /// drop the second guard while that proxy loses the release's reply
+    /// and partitions for the unlock latch's life plus `partition`, then
+    /// let another client try the lock while the first guard stands (see
+    /// `actors/partitioned_release.rs`).
+    PartitionedRelease { target: Target, partition: Duration },
 }
 
 /// What a forked process does with the client it inherited.
@@ -201,6 +207,7 @@ enum Choice {
     SharedChannelWake,
     UnlockGuarded,
     WipedReentry,
+    PartitionedRelease,
 }
 
 /// Draws the next operation; `Fork` only when `may_fork`.
@@ -261,6 +268,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (20, Choice::SharedWait),
             (12, Choice::SharedChannelWake),
             (10, Choice::WipedReentry),
+            (4, Choice::PartitionedRelease),
         ]
     };
     match rng.weighted(&table) {
@@ -353,6 +361,17 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                     names: vec![pick_name(rng, kind)],
                 },
                 spoil: rng.below(3) as u8,
+            }
+        }
+        Choice::PartitionedRelease => {
+            // The releases issue 33 names: plain, fair, read and write.
+            let kind = *rng.pick(&[Kind::Plain, Kind::Fair, Kind::Read, Kind::Write]);
+            Op::PartitionedRelease {
+                target: Target {
+                    kind,
+                    names: vec![pick_name(rng, kind)],
+                },
+                partition: rng.millis(1000, 2000),
             }
         }
         Choice::LongLease => Op::LongLease {

@@ -282,7 +282,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         "schedule {} seed={} mode={}: {} actors, {} ops, {} acquires, {} holds, acquires \
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
-         thread numbers known {}), long leases {}, forks dropping a client {}, {} violation(s); \
+         thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
+         releases {}, {} violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -307,6 +308,10 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             .filter(|h| h.lease.is_some_and(|l| l.as_millis() >= u128::from(crate::config::LONG_LEASE_MS.0)))
             .count(),
         model.gone.keys().filter(|c| c.contains(".f")).count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::PARTITIONED)))
+            .count(),
         violations.len(),
         excused
     );
