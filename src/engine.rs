@@ -149,6 +149,27 @@ impl Engine {
         self.pending.len()
     }
 
+    /// Carries on, in the release worker, the give-back `undo` that ends a
+    /// synchronizer call on `name` and could not be sent now (Redis is
+    /// away): sent again until it runs or its request latch may be gone
+    /// (`latch_alive_until`). False when the worker cannot take it.
+    pub(crate) fn give_back_later(
+        &self,
+        name: &Arc<str>,
+        latch_alive_until: Instant,
+        undo: redis::Cmd,
+    ) -> bool {
+        let run: ReleaseFn = Arc::new(move |at: Target<'_>, _: &str, _: &str| {
+            at.server.check_process()?;
+            at.server
+                .pool()
+                .run_until(at.deadline, |conn| undo.query::<redis::Value>(conn))?;
+            Ok(Some(1))
+        });
+        let pending = pending::Pending::give_back(Arc::clone(name), latch_alive_until, run);
+        self.pending.push(pending).is_ok()
+    }
+
     /// Settles the calling thread's pending releases of `name` (its
     /// `field`), and waits for the undos of its late acquires of it, so
     /// that what Redis then counts for the thread is what the thread holds;

@@ -130,6 +130,11 @@ impl Request {
         }
     }
 
+    /// Until when the latch lives for sure, once any attempt was sent.
+    pub(crate) fn latch_alive_until(&self) -> Option<Instant> {
+        self.alive_until
+    }
+
     /// The latch key.
     pub(crate) fn latch(&self) -> &str {
         &self.latch

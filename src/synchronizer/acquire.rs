@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::end_call;
 use super::permit::Permit;
 use super::semaphore::{Semaphore, SEMAPHORE};
 use super::wait::{Look, WaitOn};
@@ -172,23 +173,15 @@ impl Semaphore {
             outcome => {
                 // No permit comes out: close the call in Redis, giving back
                 // what an unanswered request took (or will take, late).
-                let undo = scripts::eval(scripts::SEMAPHORE_GIVE_BACK_LUA)
-                    .arg(3)
+                let mut undo = scripts::eval(scripts::SEMAPHORE_GIVE_BACK_LUA);
+                undo.arg(3)
                     .arg(&*self.name)
                     .arg(&*self.channel)
                     .arg(request.latch())
                     .arg(permits)
                     .arg(server.publish_command())
-                    .arg(request.latch_ttl_ms())
-                    .clone();
-                if let Err(e) = server.undo_request(&mut request, &undo) {
-                    log::warn!(
-                        "redhold: semaphore {:?}: an acquire whose reply was lost may keep \
-                         {permits} permit(s) taken: {}",
-                        names::shorten(&self.name),
-                        e.report()
-                    );
-                }
+                    .arg(request.latch_ttl_ms());
+                end_call(engine, &self.name, &mut request, undo);
                 outcome.map(|_| None)
             }
         }

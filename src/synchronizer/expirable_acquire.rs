@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use super::end_call;
 use super::expirable::{now_ms, PermitExpirableSemaphore, EXPIRABLE};
 use super::expirable_permit::ExpirablePermit;
 use super::wait::{Look, WaitOn};
@@ -153,24 +154,16 @@ impl PermitExpirableSemaphore {
             outcome => {
                 // Ends the call in Redis: gives back what an unanswered
                 // request took (or will take, late), closes the latch.
-                let undo = scripts::eval(scripts::EXPIRABLE_GIVE_BACK_LUA)
-                    .arg(4)
+                let mut undo = scripts::eval(scripts::EXPIRABLE_GIVE_BACK_LUA);
+                undo.arg(4)
                     .arg(&*self.name)
                     .arg(&*self.leases)
                     .arg(&*self.channel)
                     .arg(request.latch())
                     .arg(server.publish_command())
                     .arg(request.latch_ttl_ms())
-                    .arg(&id[..])
-                    .clone();
-                if let Err(e) = server.undo_request(&mut request, &undo) {
-                    log::warn!(
-                        "redhold: semaphore {:?}: an acquire whose reply was lost may keep a \
-                         permit until its lease ends: {}",
-                        names::shorten(&self.name),
-                        e.report()
-                    );
-                }
+                    .arg(&id[..]);
+                end_call(engine, &self.name, &mut request, undo);
                 outcome.map(|_| None)
             }
         }

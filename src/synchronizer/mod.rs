@@ -31,10 +31,14 @@ pub use latch::CountDownLatch;
 pub use permit::Permit;
 pub use semaphore::Semaphore;
 
+use std::sync::Arc;
+
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::engine::Engine;
+use crate::error::{is_transient, Error, Result};
 use crate::names;
 use crate::scripts;
+use crate::server::Request;
 
 /// What a name that holds something else than a count is reported as
 /// holding when Redis itself refuses the command (`WRONGTYPE`).
@@ -132,6 +136,32 @@ fn set_permits(
             |_| true,
         )
         .map_err(|e| wrong_kind(name, kind, e))
+}
+
+/// Ends an acquire call on `name` that returns without what its requests
+/// may have taken: `undo` (a give-back that reads the call's latch and
+/// closes it) right behind its late attempts, or on a connection of its
+/// own; when Redis is away for that, the client's release worker sends it
+/// again until it runs or the latch may be gone. Best effort beyond that,
+/// with a warning.
+fn end_call(engine: &Engine, name: &Arc<str>, request: &mut Request, undo: redis::Cmd) {
+    let server = engine.server();
+    let error = match server.undo_request(request, &undo) {
+        Ok(()) => return,
+        Err(Error::Redis(e)) if is_transient(&e) => {
+            let until = request.latch_alive_until();
+            if until.is_some_and(|until| engine.give_back_later(name, until, undo)) {
+                return;
+            }
+            Error::Redis(e)
+        }
+        Err(e) => e,
+    };
+    log::warn!(
+        "redhold: semaphore {:?}: an acquire whose reply was lost may keep what it took: {}",
+        names::shorten(name),
+        error.report()
+    );
 }
 
 #[cfg(test)]
