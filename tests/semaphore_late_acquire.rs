@@ -13,11 +13,14 @@
 //!
 //! Found by the synchronizer checker after the issue 33 fixes (seed
 //! 4518772334451188349): a call that does not wait out the partition
-//! (`try_acquire`, a short `try_acquire_for`) returns `Unreachable` while
-//! its attempt took the permit, and nothing gives it back, then or after
-//! the partition heals. The three partition cases that end that way fail
-//! on main at 6fda35f ("0 permit(s) in Redis and 0 returned to the
-//! caller, of 1"); the waiting one and the held-back ones pass.
+//! (`try_acquire`, a short `try_acquire_for`) returned `Unreachable` while
+//! its attempt took the permit, and nothing gave it back, then or after
+//! the partition healed: three cases failed on main at 6fda35f ("0
+//! permit(s) in Redis and 0 returned to the caller, of 1") and pass since
+//! d70a687 (the release worker carries such give-backs on). The last case
+//! (seed 3885219389913309086: the attempt's reply comes late, after the
+//! response timeout, and then a partition starts) still fails on main at
+//! f858080: "0 permit(s) in Redis and 0 returned to the caller, of 3".
 
 mod bounded;
 #[allow(dead_code)]
@@ -266,5 +269,60 @@ fn a_short_wait_cut_off_by_a_partition_takes_nothing_it_does_not_return() {
         left + i64::from(held),
         1,
         "{left} permit(s) in Redis and {held} returned to the caller, of 1"
+    );
+}
+
+#[test]
+fn a_short_wait_whose_late_reply_came_before_a_partition_takes_nothing_it_does_not_return() {
+    // Seed 3885219389913309086, after the release worker carried
+    // give-backs on (main at f858080): a `try_acquire_many_for(3, ≤300 ms)`
+    // took all 3 permits; its reply came 411 ms late (after the response
+    // timeout); a partition began 474 ms after the request, for 3.2 s; the
+    // call returned `Unreachable` 0.83 s after it began, and no give-back
+    // of that request ever reached Redis.
+    let name = "late-then-cut";
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    server.client().semaphore(name).set_permits(3).unwrap();
+    let through = client(proxy.url());
+    let sem = through.semaphore(name);
+    sem.try_acquire_many(3)
+        .unwrap()
+        .expect("free")
+        .release()
+        .unwrap();
+    let arming = proxy.arming();
+    let armed = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayReply(Duration::from_millis(411)),
+    });
+    let partition = {
+        let arming = arming.clone();
+        bounded::spawn("partition", move || {
+            assert!(
+                armed.wait_fired(Duration::from_secs(5)),
+                "the reply was held"
+            );
+            thread::sleep(Duration::from_millis(474));
+            arming.partition(Duration::from_millis(3200));
+        })
+    };
+    let held = sem
+        .try_acquire_many_for(3, Duration::from_millis(200))
+        .map(|p| {
+            p.map_or(0, |p| {
+                p.forget();
+                3
+            })
+        })
+        .unwrap_or(0);
+    partition.join_within(Duration::from_secs(15));
+    thread::sleep(SETTLE);
+    let left: i64 = server.cmd::<String>(&["GET", name]).parse().unwrap();
+    let _ = through.shutdown();
+    assert_eq!(
+        left + i64::from(held),
+        3,
+        "{left} permit(s) in Redis and {held} returned to the caller, of 3"
     );
 }
