@@ -187,8 +187,9 @@ impl Server {
     }
 
     /// Ends `request`'s call with `undo` behind its late attempts (see
-    /// [`Request::undo`]), also while the client shuts down.
-    pub(crate) fn undo_request(&self, request: &mut Request, undo: &redis::Cmd) -> Result<()> {
+    /// [`Request::undo`]: whether a reply confirmed it), also while the
+    /// client shuts down.
+    pub(crate) fn undo_request(&self, request: &mut Request, undo: &redis::Cmd) -> Result<bool> {
         self.check_process()?;
         request.undo(&self.pool, undo)
     }
