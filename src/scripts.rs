@@ -2,6 +2,10 @@
 //! run with EVALSHA (the redis crate loads a script again when the server
 //! answers NOSCRIPT). One script is one atomic change; `docs/wire-format.md`
 //! describes each one's keys, arguments and replies.
+//!
+//! Every script runs behind [`PRELUDE`], which lets its publish-command
+//! argument be [`PUBLISH_BOTH`]: the scripts themselves call
+//! `redis.call(<publish command>, channel, message)` and need not know.
 
 use once_cell::sync::Lazy;
 use redis::Script;
@@ -12,7 +16,7 @@ macro_rules! scripts {
         $(
             $(#[doc = $doc])*
             pub(crate) static $name: Lazy<Script> =
-                Lazy::new(|| Script::new(include_str!(concat!("../lua/", $file))));
+                Lazy::new(|| with_prelude(include_str!(concat!("../lua/", $file))));
         )*
 
         /// Every script with its file name, for tests that check them all.
@@ -80,6 +84,29 @@ scripts! {
     LATCH_DELETE => "latch_delete.lua";
 }
 
+/// The publish command (a script argument, see
+/// `Server::publish_command`) that announces both ways: classic `PUBLISH`,
+/// which reaches every node's `SUBSCRIBE`rs (Redisson before 3.22 on a
+/// cluster, or a redhold client told `sharded_pubsub(false)`), then
+/// `SPUBLISH` (Redisson 3.22 and later, redhold by default). A script's
+/// publish then replies the two receiver counts added up.
+pub(crate) const PUBLISH_BOTH: &str = "publish+spublish";
+
+/// Put before every script, on the script's first line (a comment), so that
+/// line numbers in Redis's error messages still match the file. It shadows
+/// `redis` with a table whose `call` expands [`PUBLISH_BOTH`] and passes
+/// every other command through; `redis.pcall` and the rest are the real
+/// ones. Nothing is created globally (Redis forbids that).
+const PRELUDE: &str = "local redis = setmetatable({call = function(command, ...) \
+if command == 'publish+spublish' then \
+return redis.call('publish', ...) + redis.call('spublish', ...) end \
+return redis.call(command, ...) end}, {__index = redis}) ";
+
+/// `source` behind [`PRELUDE`].
+fn with_prelude(source: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{source}"))
+}
+
 /// The wake-up message that frees one waiter.
 pub(crate) const WAKE_ONE: &str = "0";
 
@@ -107,5 +134,21 @@ mod tests {
         hashes.sort_unstable();
         hashes.dedup();
         assert_eq!(hashes.len(), all().len(), "two files hold the same script");
+    }
+
+    #[test]
+    fn the_prelude_shares_the_first_line_with_a_comment() {
+        // Line numbers in Redis's errors stay the file's only if the
+        // prelude is one line and every script opens with a comment.
+        assert!(!PRELUDE.contains('\n'));
+        assert!(PRELUDE.contains(&format!("'{PUBLISH_BOTH}'")));
+        for (file, _) in all() {
+            let path = format!("{}/lua/{file}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(&path).expect("the script is readable");
+            assert!(
+                text.starts_with("--"),
+                "{file} does not open with a comment"
+            );
+        }
     }
 }

@@ -83,6 +83,8 @@ pub(crate) enum PubSubMode {
 pub(crate) struct Server {
     pool: Pool,
     pubsub_mode: PubSubMode,
+    /// What [`publish_command`](Self::publish_command) answers.
+    publish: &'static str,
     /// The trusted roots for `rediss://` pub/sub sockets, prepared once; the
     /// command connections get the same roots through the redis crate.
     tls: Arc<TlsConnector>,
@@ -99,11 +101,12 @@ impl Server {
     /// (and, on a cluster, chooses between sharded and classic pub/sub).
     pub(crate) fn open(config: &Config) -> Result<Server> {
         let pool = Pool::open(config)?;
-        let pubsub_mode = choose_pubsub_mode(&pool, config)?;
-        log::debug!("redhold: pub/sub is {pubsub_mode:?}");
+        let (pubsub_mode, publish) = choose_pubsub_mode(&pool, config)?;
+        log::debug!("redhold: pub/sub is {pubsub_mode:?}, releases announced with {publish}");
         Ok(Server {
             pool,
             pubsub_mode,
+            publish,
             tls: Arc::new(TlsConnector::new(config.tls_root_cert.clone())),
             closed: AtomicBool::new(false),
             pid: std::process::id(),
@@ -238,12 +241,22 @@ impl Server {
         self.pubsub_mode
     }
 
-    /// The command a release announces itself with.
+    /// The command a release announces itself with, an argument of every
+    /// script that publishes: `publish`, `spublish`, or
+    /// [`PUBLISH_BOTH`](crate::scripts::PUBLISH_BOTH) on a cluster that
+    /// serves sharded pub/sub and whose fleet may mix both ways of listening
+    /// (see `ClientBuilder::publish_both_ways`).
     pub(crate) fn publish_command(&self) -> &'static str {
-        match self.pubsub_mode {
-            PubSubMode::Classic => "publish",
-            #[cfg(feature = "cluster")]
-            PubSubMode::Sharded => "spublish",
+        self.publish
+    }
+
+    /// The commands [`publish_command`](Self::publish_command) stands for,
+    /// for a publish sent outside a script.
+    pub(crate) fn publish_commands(&self) -> &'static [&'static str] {
+        match self.publish {
+            crate::scripts::PUBLISH_BOTH => &["publish", "spublish"],
+            "spublish" => &["spublish"],
+            _ => &["publish"],
         }
     }
 
@@ -328,8 +341,12 @@ impl Server {
     }
 }
 
-/// Chooses the pub/sub mode once, when the client starts.
-fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubMode> {
+/// Chosen once, when the client starts: how the client listens, and the command its releases publish with (see
+/// [`Server::publish_command`]): on a cluster, sharded when the builder
+/// says so or, by default, when every master serves it; and both ways when
+/// the masters serve sharded pub/sub and the builder did not turn
+/// `publish_both_ways` off.
+fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<(PubSubMode, &'static str)> {
     #[cfg(feature = "cluster")]
     if pool.backend().is_cluster() {
         let seed = pool
@@ -339,12 +356,26 @@ fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubMode> {
                 url: config.target(),
                 source,
             })?;
-        if topology::sharded_pubsub(pool, &seed, config)? {
-            return Ok(PubSubMode::Sharded);
-        }
+        // The masters are asked only when the answer changes something.
+        let serves_sharded = match (config.sharded_pubsub, config.publish_both_ways) {
+            (Some(false), false) => false,
+            (Some(true), false) => true,
+            _ => topology::serves_sharded_pubsub(pool, &seed, config)?,
+        };
+        let mode = if config.sharded_pubsub.unwrap_or(serves_sharded) {
+            PubSubMode::Sharded
+        } else {
+            PubSubMode::Classic
+        };
+        let publish = match mode {
+            _ if serves_sharded && config.publish_both_ways => crate::scripts::PUBLISH_BOTH,
+            PubSubMode::Sharded => "spublish",
+            PubSubMode::Classic => "publish",
+        };
+        return Ok((mode, publish));
     }
     let _ = (pool, config);
-    Ok(PubSubMode::Classic)
+    Ok((PubSubMode::Classic, "publish"))
 }
 
 /// The longest a release latch must outlive its first attempt: every retry
