@@ -33,6 +33,8 @@ pub struct JavaDriver {
     next_id: AtomicU64,
     /// Redisson's client id, the first half of its holder fields.
     pub id: String,
+    /// Whether this Redisson release has `RFencedLock` (3.19 and later).
+    pub fenced: bool,
     log: PathBuf,
 }
 
@@ -96,8 +98,10 @@ impl JavaDriver {
             .map_err(|e| format!("spawn a thread: {e}"))?;
         let first = ready_rx.recv_timeout(START_TIMEOUT).ok().flatten();
         let driver_log = || std::fs::read_to_string(&log).unwrap_or_default();
-        let id = match first.as_deref().and_then(|l| l.strip_prefix("ready ")) {
-            Some(id) => id.to_owned(),
+        // `ready ID fenced=true|false`
+        let ready = first.as_deref().and_then(|l| l.strip_prefix("ready "));
+        let (id, fenced) = match ready.and_then(|r| r.split_once(" fenced=")) {
+            Some((id, fenced)) => (id.to_owned(), fenced == "true"),
             None => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -113,6 +117,7 @@ impl JavaDriver {
             routes,
             next_id: AtomicU64::new(1),
             id,
+            fenced,
             log,
         })
     }

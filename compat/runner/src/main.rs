@@ -2,8 +2,12 @@
 //! and redhold share locks on a throwaway `redis-server` and on a
 //! three-master cluster, and every check prints one line.
 //!
-//! Usage: `redhold-compat --jar compat/redisson/target/redhold-compat-driver.jar
-//! [--only TEXT] [--no-cluster]`. Normally run by `compat/redisson/run.sh`.
+//! Usage: `redhold-compat --jar DRIVER.jar --redisson-version V
+//! [--only TEXT] [--no-cluster]`. Normally run by `compat/redisson/run.sh`,
+//! which builds the driver for Redisson V. Before 3.22, Redisson listens
+//! with classic pub/sub on a cluster, so redhold is built with the one
+//! setting such a fleet needs there, `sharded_pubsub(false)`; checks of
+//! what the release lacks (`RFencedLock` before 3.19) print `n/a`.
 
 mod checks;
 mod inspect;
@@ -29,25 +33,54 @@ const WATCHDOG: Duration = Duration::from_secs(2);
 
 struct Args {
     jar: PathBuf,
+    /// `(major, minor, patch)` of the Redisson release the driver was built with.
+    redisson: (u32, u32, u32),
+    redisson_label: String,
     only: Option<String>,
     cluster: bool,
 }
 
+/// The first Redisson release whose locks and synchronizers listen with
+/// sharded pub/sub on a Redis 7 cluster.
+const REDISSON_SHARDED_SINCE: (u32, u32, u32) = (3, 22, 0);
+/// The first Redisson release with `RFencedLock`.
+const REDISSON_FENCED_SINCE: (u32, u32, u32) = (3, 19, 0);
+
+/// `(major, minor, patch)` of a version like `3.17.7`.
+fn parse_version(version: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    let parsed = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(parsed)
+}
+
 fn args() -> Result<Args, String> {
     let mut jar = None;
+    let mut version = None;
     let mut only = None;
     let mut cluster = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--jar" => jar = args.next().map(PathBuf::from),
+            "--redisson-version" => version = args.next(),
             "--only" => only = args.next(),
             "--no-cluster" => cluster = false,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    let jar = jar.ok_or("usage: redhold-compat --jar DRIVER.jar [--only TEXT] [--no-cluster]")?;
-    Ok(Args { jar, only, cluster })
+    const USAGE: &str =
+        "usage: redhold-compat --jar DRIVER.jar --redisson-version V [--only TEXT] [--no-cluster]";
+    let jar = jar.ok_or(USAGE)?;
+    let redisson_label = version.ok_or(USAGE)?;
+    let redisson = parse_version(&redisson_label)
+        .ok_or_else(|| format!("not a Redisson version: {redisson_label:?}"))?;
+    Ok(Args {
+        jar,
+        redisson,
+        redisson_label,
+        only,
+        cluster,
+    })
 }
 
 fn main() -> ExitCode {
@@ -63,6 +96,16 @@ fn main() -> ExitCode {
         only: args.only.clone(),
         ..Report::default()
     };
+    if args.redisson < REDISSON_FENCED_SINCE {
+        report.lacking.push((
+            "fenced".into(),
+            format!(
+                "Redisson {} has no RFencedLock (3.19 and later)",
+                args.redisson_label
+            ),
+        ));
+    }
+    println!("# Redisson {}", args.redisson_label);
     let only = args.only.as_deref().unwrap_or("");
     if !only.starts_with("cluster") {
         if let Err(e) = single(&args, &mut report) {
@@ -75,7 +118,10 @@ fn main() -> ExitCode {
         }
     }
     println!("compat suite took {:.1} s", started.elapsed().as_secs_f64());
-    println!("{} passed, {} failed", report.passed, report.failed);
+    println!(
+        "{} passed, {} failed, {} not in Redisson {}",
+        report.passed, report.failed, report.absent, args.redisson_label
+    );
     if report.failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -117,6 +163,9 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
         redis: &redis,
         topo: "single",
         watchdog: WATCHDOG,
+        redisson: args.redisson,
+        java_fenced: java.fenced,
+        sharded: false,
     };
     let failed_before = report.failed;
     checks::layout::run(&ctx, report);
@@ -143,27 +192,63 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     Ok(())
 }
 
-/// Wake-ups across both sides on a 3-master cluster, where Redis 7 makes
-/// both clients use sharded pub/sub by default.
+/// Wake-ups across both sides on a 3-master cluster. Redis 7 makes both
+/// clients use sharded pub/sub by default, but not every Redisson: before
+/// 3.22 it listens classically on any cluster, and 3.22 to 3.27 decide at
+/// start by one `SPUBLISH` to one node, which answers MOVED (classic, then)
+/// unless it owns slot 0. So the runner first sees how this Redisson
+/// listens and gives redhold's client the setting that matches.
 fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     let cluster = Cluster::start()?;
     let urls = cluster.urls();
-    let client = redhold::Client::builder()
-        .cluster(urls.clone())
-        .watchdog_timeout(WATCHDOG)
-        .build()
-        .map_err(|e| e.to_string())?;
     let redis = Inspector::cluster(&urls)?;
-    // The hammer's counters all carry one hash tag: one node holds them.
-    let counters_url = &urls[redis.node_for(checks::COUNTERS_TAG)?];
-    let counters = redis::Client::open(counters_url.as_str()).map_err(|e| e.to_string())?;
-    let rust = RustSide::new(client, Some(counters));
     let java = JavaDriver::start(
         &args.jar,
         Target::Cluster(&urls),
         WATCHDOG,
         log_path("cluster"),
     )?;
+    let sharded = redisson_listens_sharded(&java, &redis)?;
+    let expected = args.redisson >= REDISSON_SHARDED_SINCE;
+    println!(
+        "# Redisson {} listens with {} on this cluster{}",
+        args.redisson_label,
+        if sharded { "SSUBSCRIBE" } else { "SUBSCRIBE" },
+        if sharded {
+            String::new()
+        } else {
+            format!(
+                "{}: redhold runs with sharded_pubsub(false)",
+                if expected {
+                    " (its start-up probe SPUBLISH went to a node without slot 0)"
+                } else {
+                    ""
+                }
+            )
+        }
+    );
+    if sharded && !expected {
+        return Err(format!(
+            "Redisson {} listens with SSUBSCRIBE; releases before 3.22 have no sharded pub/sub",
+            args.redisson_label
+        ));
+    }
+    let builder = |sharded: bool| {
+        redhold::Client::builder()
+            .cluster(urls.clone())
+            .watchdog_timeout(WATCHDOG)
+            .sharded_pubsub(sharded)
+            .build()
+            .map_err(|e| e.to_string())
+    };
+    let client = builder(sharded)?;
+    // A second redhold client listening the other way: it must still wake
+    // Redisson's waiters (checks::wake::run_other_way).
+    let other_way = builder(!sharded)?;
+    // The hammer's counters all carry one hash tag: one node holds them.
+    let counters_url = &urls[redis.node_for(checks::COUNTERS_TAG)?];
+    let counters = redis::Client::open(counters_url.as_str()).map_err(|e| e.to_string())?;
+    let rust = RustSide::new(client, Some(counters));
     println!(
         "# cluster of {} masters on ports {}; Redisson client {}; redhold client {}",
         redis.node_count(),
@@ -182,11 +267,15 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
         redis: &redis,
         topo: "cluster",
         watchdog: WATCHDOG,
+        redisson: args.redisson,
+        java_fenced: java.fenced,
+        sharded,
     };
     let failed_before = report.failed;
     checks::wake::run_each_master(&ctx, report);
     checks::wake::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
+    checks::wake::run_other_way(&ctx, &RustSide::new(other_way, None), report);
     checks::liveness::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
     checks::expirable::run(&ctx, report);
@@ -198,4 +287,30 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     }
     let _ = rust.client().shutdown();
     Ok(())
+}
+
+/// Whether `java` listens with sharded pub/sub: a Java waiter parked on a
+/// lock Java holds, and the kind of its subscription.
+fn redisson_listens_sharded(java: &JavaDriver, redis: &Inspector) -> Result<bool, String> {
+    use side::{Kind, Side};
+    let name = "compat:cluster:probe-pubsub";
+    let channel = checks::prefixed("redisson_lock__channel", name);
+    java.lock("probe/h", Kind::Plain, name, Some(checks::LONG_LEASE))
+        .wait(checks::T)?;
+    let waiter = java.lock("probe/w", Kind::Plain, name, None);
+    let deadline = Instant::now() + checks::T;
+    let counts = loop {
+        let counts = redis.subscribers(&channel)?;
+        if counts.0 + counts.1 > 0 {
+            break counts;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the probe waiter never subscribed to {channel}"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    java.unlock("probe/h", Kind::Plain, name).wait(checks::T)?;
+    waiter.wait(checks::T)?;
+    java.unlock("probe/w", Kind::Plain, name).wait(checks::T)?;
+    Ok(counts.1 > 0)
 }

@@ -51,7 +51,7 @@ pub fn wake(
     }
     let took = woken_in_time(release.start_us, got.end_us)?;
     let via = if ctx.redis.is_cluster() {
-        format!(" (waiter on SSUBSCRIBE: {sharded} sharded, {classic} classic subscribers)")
+        format!(" (waiter listening: {sharded} sharded, {classic} classic subscribers)")
     } else {
         String::new()
     };
@@ -89,6 +89,30 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
                 wake(ctx, holder, waiter, held, wanted, &name, Release::Unlock)
             });
         }
+    }
+}
+
+/// On a cluster: a redhold client that listens the other way than this
+/// Redisson (`other`: sharded beside a Redisson before 3.22, classic beside
+/// a later one) still wakes Redisson's parked waiters, because it
+/// publishes both ways (`publish_both_ways`, on by default): in a fleet in
+/// the middle of an upgrade no redhold release is lost.
+pub fn run_other_way(ctx: &Ctx<'_>, other: &dyn Side, report: &mut Report) {
+    let listens = if ctx.sharded { "classic" } else { "sharded" };
+    let cases: [(&str, Kind, Kind); 3] = [
+        ("plain", Kind::Plain, Kind::Plain),
+        ("fair", Kind::Fair, Kind::Fair),
+        ("write->read", Kind::Write, Kind::Read),
+    ];
+    for (label, held, wanted) in cases {
+        let title = format!(
+            "{} mixed fleet wake {label}: unlock by a redhold client listening {listens} wakes a parked java waiter",
+            ctx.topo
+        );
+        let name = ctx.name(&format!("mixed-{label}"));
+        report.check(title, || {
+            wake(ctx, other, ctx.java, held, wanted, &name, Release::Unlock)
+        });
     }
 }
 
