@@ -9,6 +9,9 @@ use crate::client::Client;
 use crate::config::{lease_millis, non_zero, wire_millis, Config, Deployment};
 use crate::error::{Error, Result};
 
+#[cfg(feature = "cluster")]
+mod pubsub;
+
 impl Client {
     /// Connects to the server at `url` with default settings.
     ///
@@ -74,50 +77,6 @@ impl ClientBuilder {
         S: Into<String>,
     {
         self.config.deployment = Deployment::Cluster(nodes.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Whether a cluster client announces and hears releases with sharded
-    /// pub/sub (`SPUBLISH`/`SSUBSCRIBE`, served by the slot's owner) or
-    /// classic pub/sub (`PUBLISH`/`SUBSCRIBE`, broadcast to every node).
-    /// Every client of a lock, Redisson included, must make the same choice,
-    /// or wake-ups are lost (waiters then wait out the lock's TTL).
-    ///
-    /// Defaults to sharded when every master runs Redis 7 or later, as
-    /// Redisson does; ignored outside a cluster.
-    #[cfg(feature = "cluster")]
-    pub fn sharded_pubsub(mut self, sharded: bool) -> Self {
-        self.config.sharded_pubsub = Some(sharded);
-        self
-    }
-
-    /// Whether, on a cluster whose masters all run Redis 7 or later, every
-    /// release is announced both ways: with `SPUBLISH` for sharded
-    /// listeners (Redisson 3.22 and later, redhold by default) and with
-    /// classic `PUBLISH` for classic ones (Redisson 3.17 to 3.21, which
-    /// listen with `SUBSCRIBE` on any cluster, and clients told
-    /// `sharded_pubsub(false)`), whichever way this client itself listens.
-    ///
-    /// Defaults to `true`, so that a fleet in the middle of an upgrade from
-    /// an older Redisson never waits out a TTL for a redhold release: a
-    /// waiter that misses the message is not an error anywhere, only
-    /// slow, so a wrong guess would go unnoticed. Both publishes run inside
-    /// the release script that already publishes: no command, no round trip
-    /// and no connection is added, and the command-count tests are
-    /// unchanged. The price is server time: a classic `PUBLISH` on a
-    /// cluster is sent to every other node over the cluster bus, so each
-    /// release costs every node a little (docs/wire-format.md has the
-    /// measurement). Turn it off when every client of the cluster listens
-    /// sharded. Ignored outside a cluster and on a cluster with a master
-    /// older than Redis 7 (which has only classic pub/sub).
-    ///
-    /// This covers the releases of this client. To hear the releases of
-    /// Redisson before 3.22 (which publish classically) this client must
-    /// also listen classically: [`sharded_pubsub(false)`](Self::sharded_pubsub),
-    /// the one setting such a fleet needs; docs/wire-format.md has the table.
-    #[cfg(feature = "cluster")]
-    pub fn publish_both_ways(mut self, both: bool) -> Self {
-        self.config.publish_both_ways = both;
         self
     }
 

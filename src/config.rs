@@ -57,6 +57,8 @@ pub(crate) struct Config {
     pub(crate) sharded_pubsub: Option<bool>,
     /// Releases on a cluster that serves sharded pub/sub also `PUBLISH`.
     pub(crate) publish_both_ways: bool,
+    /// A cluster client that listens sharded also hears classic releases.
+    pub(crate) hear_classic_releases: bool,
     pub(crate) watchdog_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) response_timeout: Duration,
@@ -85,6 +87,7 @@ impl Default for Config {
             sync_replicas: None,
             sharded_pubsub: None,
             publish_both_ways: true,
+            hear_classic_releases: false,
             watchdog_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(3),
@@ -110,6 +113,7 @@ impl fmt::Debug for Config {
             .field("sync_replicas", &self.sync_replicas)
             .field("sharded_pubsub", &self.sharded_pubsub)
             .field("publish_both_ways", &self.publish_both_ways)
+            .field("hear_classic_releases", &self.hear_classic_releases)
             .field("watchdog_timeout", &self.watchdog_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)

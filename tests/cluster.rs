@@ -355,6 +355,49 @@ fn releases_are_announced_both_ways_unless_told_otherwise() {
     }
 }
 
+/// A client that listens sharded and is told `hear_classic_releases`
+/// hears a release announced with classic PUBLISH only (as Redisson before
+/// 3.22 announces them), on every master, through its one pattern
+/// connection; without it the waiter would sleep out the 30 s TTL.
+#[test]
+fn hear_classic_releases_wakes_a_sharded_waiter_on_a_classic_release() {
+    let cluster = RedisCluster::start(3);
+    // Publishes the way Redisson 3.17 does: PUBLISH only.
+    let classic = builder(&cluster)
+        .sharded_pubsub(false)
+        .publish_both_ways(false)
+        .build()
+        .expect("classic cluster client");
+    let waiter = builder(&cluster)
+        .hear_classic_releases(true)
+        .build()
+        .expect("cluster client hearing classic releases");
+    for name in cluster.names_on_each_master("hear-classic") {
+        let channel = channel_of(&name);
+        let took = wake_up_time(&classic, &waiter, &name, || {
+            let subscribed =
+                bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) == 1);
+            assert!(
+                subscribed.is_some(),
+                "{channel}: the waiter never subscribed"
+            );
+        });
+        assert!(took < PROMPTLY, "{name}: woken {took:?} after the release");
+    }
+    let everywhere: i64 = (0..cluster.len())
+        .map(|i| {
+            redis::cmd("PUBSUB")
+                .arg("NUMPAT")
+                .query::<i64>(&mut cluster.node(i).connection())
+                .expect("PUBSUB NUMPAT")
+        })
+        .sum();
+    assert_eq!(
+        everywhere, 4,
+        "one connection with the four channel patterns"
+    );
+}
+
 #[test]
 fn renewal_keeps_every_kind_alive_on_every_node() {
     let cluster = RedisCluster::start(3);
