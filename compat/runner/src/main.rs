@@ -233,18 +233,21 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
             args.redisson_label
         ));
     }
-    let builder = |sharded: bool| {
+    let builder = |sharded: bool, hear_classic: bool| {
         redhold::Client::builder()
             .cluster(urls.clone())
             .watchdog_timeout(WATCHDOG)
             .sharded_pubsub(sharded)
+            .hear_classic_releases(hear_classic)
             .build()
             .map_err(|e| e.to_string())
     };
-    let client = builder(sharded)?;
+    let client = builder(sharded, false)?;
     // A second redhold client listening the other way: it must still wake
-    // Redisson's waiters (checks::wake::run_other_way).
-    let other_way = builder(!sharded)?;
+    // Redisson's waiters, and hear a classic Redisson's releases through
+    // hear_classic_releases (checks::wake::run_other_way; the setting
+    // changes nothing for a client that listens classically).
+    let other_way = builder(!sharded, true)?;
     // The hammer's counters all carry one hash tag: one node holds them.
     let counters_url = &urls[redis.node_for(checks::COUNTERS_TAG)?];
     let counters = redis::Client::open(counters_url.as_str()).map_err(|e| e.to_string())?;

@@ -93,10 +93,12 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
 }
 
 /// On a cluster: a redhold client that listens the other way than this
-/// Redisson (`other`: sharded beside a Redisson before 3.22, classic beside
-/// a later one) still wakes Redisson's parked waiters, because it
-/// publishes both ways (`publish_both_ways`, on by default): in a fleet in
-/// the middle of an upgrade no redhold release is lost.
+/// Redisson (`other`: sharded beside a Redisson that listens classically,
+/// classic beside one that listens sharded) still wakes Redisson's parked
+/// waiters, because it publishes both ways (`publish_both_ways`, on by
+/// default): in a fleet in the middle of an upgrade no redhold release is
+/// lost. Beside a classic Redisson, `other` is also told
+/// `hear_classic_releases`, and Redisson's releases must wake it too.
 pub fn run_other_way(ctx: &Ctx<'_>, other: &dyn Side, report: &mut Report) {
     let listens = if ctx.sharded { "classic" } else { "sharded" };
     let cases: [(&str, Kind, Kind); 3] = [
@@ -112,6 +114,30 @@ pub fn run_other_way(ctx: &Ctx<'_>, other: &dyn Side, report: &mut Report) {
         let name = ctx.name(&format!("mixed-{label}"));
         report.check(title, || {
             wake(ctx, other, ctx.java, held, wanted, &name, Release::Unlock)
+        });
+        if ctx.sharded {
+            continue;
+        }
+        // The waiter is `other`, which listens sharded.
+        let sharded = Ctx {
+            sharded: true,
+            ..*ctx
+        };
+        let title = format!(
+            "{} mixed fleet wake {label}: java unlock wakes a parked waiter of a redhold client listening sharded with hear_classic_releases",
+            ctx.topo
+        );
+        let name = ctx.name(&format!("mixed-hear-{label}"));
+        report.check(title, || {
+            wake(
+                &sharded,
+                ctx.java,
+                other,
+                held,
+                wanted,
+                &name,
+                Release::Unlock,
+            )
         });
     }
 }
