@@ -13,6 +13,7 @@
 #                   builds into compat/redisson/target/redisson-V/ once.
 #   --only TEXT     run only the checks whose line contains TEXT
 #   --no-cluster    skip the cluster
+#   --no-sentinel   skip the master behind a sentinel
 # The other arguments go to the runner. docs/wire-format.md has the table of
 # the releases this runs on and what each needs.
 set -euo pipefail

@@ -23,6 +23,8 @@ type Routes = Arc<Mutex<HashMap<u64, Sender<Outcome>>>>;
 pub enum Target<'a> {
     Single(&'a str),
     Cluster(&'a [String]),
+    /// The sentinels, and the name they know the master by.
+    Sentinel(&'a str, &'a str),
 }
 
 /// A running Java driver; dropping it kills the JVM.
@@ -65,6 +67,7 @@ impl JavaDriver {
         match target {
             Target::Single(url) => command.args(["--single", url]),
             Target::Cluster(urls) => command.args(["--cluster", &urls.join(",")]),
+            Target::Sentinel(url, master) => command.args(["--sentinel", url, "--master", master]),
         };
         command.args(["--watchdog", &watchdog.as_millis().to_string()]);
         let mut child = command

@@ -25,7 +25,7 @@ use checks::{Ctx, Report};
 use inspect::Inspector;
 use java::{JavaDriver, Target};
 use rust_side::RustSide;
-use servers::{Cluster, Server};
+use servers::{Cluster, Server, SENTINEL_MASTER};
 
 /// Both sides' lock watchdog timeout: short, so the watchdog checks take
 /// seconds, and long enough that a busy 2-core machine renews in time.
@@ -38,6 +38,7 @@ struct Args {
     redisson_label: String,
     only: Option<String>,
     cluster: bool,
+    sentinel: bool,
 }
 
 /// The first Redisson release whose locks and synchronizers listen with
@@ -58,6 +59,7 @@ fn args() -> Result<Args, String> {
     let mut version = None;
     let mut only = None;
     let mut cluster = true;
+    let mut sentinel = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -65,11 +67,12 @@ fn args() -> Result<Args, String> {
             "--redisson-version" => version = args.next(),
             "--only" => only = args.next(),
             "--no-cluster" => cluster = false,
+            "--no-sentinel" => sentinel = false,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     const USAGE: &str =
-        "usage: redhold-compat --jar DRIVER.jar --redisson-version V [--only TEXT] [--no-cluster]";
+        "usage: redhold-compat --jar DRIVER.jar --redisson-version V [--only TEXT] [--no-cluster] [--no-sentinel]";
     let jar = jar.ok_or(USAGE)?;
     let redisson_label = version.ok_or(USAGE)?;
     let redisson = parse_version(&redisson_label)
@@ -80,6 +83,7 @@ fn args() -> Result<Args, String> {
         redisson_label,
         only,
         cluster,
+        sentinel,
     })
 }
 
@@ -107,14 +111,19 @@ fn main() -> ExitCode {
     }
     println!("# Redisson {}", args.redisson_label);
     let only = args.only.as_deref().unwrap_or("");
-    if !only.starts_with("cluster") {
+    if !only.starts_with("cluster") && !only.starts_with("sentinel") {
         if let Err(e) = single(&args, &mut report) {
             report.record("single setup", Err(e), Duration::ZERO);
         }
     }
-    if args.cluster && !only.starts_with("single") {
+    if args.cluster && !only.starts_with("single") && !only.starts_with("sentinel") {
         if let Err(e) = cluster(&args, &mut report) {
             report.record("cluster setup", Err(e), Duration::ZERO);
+        }
+    }
+    if args.sentinel && !only.starts_with("single") && !only.starts_with("cluster") {
+        if let Err(e) = sentinel(&args, &mut report) {
+            report.record("sentinel setup", Err(e), Duration::ZERO);
         }
     }
     println!("compat suite took {:.1} s", started.elapsed().as_secs_f64());
@@ -131,6 +140,69 @@ fn main() -> ExitCode {
 
 fn log_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("redhold-compat-{}-{name}.log", std::process::id()))
+}
+
+/// Prints the Java driver's log when a check of this topology failed, and
+/// shuts redhold's client down.
+fn finish(java: &JavaDriver, rust: &RustSide, report: &Report, failed_before: usize) {
+    if report.failed > failed_before {
+        println!(
+            "# last lines of the Java driver's log:\n{}",
+            java.log_tail()
+        );
+    }
+    let _ = rust.client().shutdown();
+}
+
+/// Wake-ups, what each side sees, exclusion and the synchronizers on a
+/// master found through a sentinel: both clients ask the sentinel where the
+/// master is and use classic pub/sub there (Redisson told to read and
+/// subscribe on the master, as there is no replica).
+fn sentinel(args: &Args, report: &mut Report) -> Result<(), String> {
+    let master = Server::start(&[])?;
+    let sentinel = Server::start_sentinel(master.port)?;
+    let sentinel_url = sentinel.url();
+    let client = redhold::Client::builder()
+        .sentinel([sentinel_url.as_str()], SENTINEL_MASTER)
+        .watchdog_timeout(WATCHDOG)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let url = master.url();
+    let counters = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
+    let rust = RustSide::new(client, Some(counters));
+    let redis = Inspector::single(&url)?;
+    let java = JavaDriver::start(
+        &args.jar,
+        Target::Sentinel(&sentinel_url, SENTINEL_MASTER),
+        WATCHDOG,
+        log_path("sentinel"),
+    )?;
+    println!(
+        "# master on port {} behind a sentinel on port {}; Redisson client {}; redhold client {}",
+        master.port,
+        sentinel.port,
+        java.id,
+        rust.client().id()
+    );
+    let ctx = Ctx {
+        java: &java,
+        rust: &rust,
+        redis: &redis,
+        topo: "sentinel",
+        watchdog: WATCHDOG,
+        redisson: args.redisson,
+        java_fenced: java.fenced,
+        sharded: false,
+    };
+    let failed_before = report.failed;
+    checks::status::run(&ctx, report);
+    checks::exclusion::run(&ctx, report);
+    checks::wake::run(&ctx, report);
+    checks::wake::run_force(&ctx, report);
+    checks::synchronizers::run(&ctx, report);
+    checks::expirable::run(&ctx, report);
+    finish(&java, &rust, report, failed_before);
+    Ok(())
 }
 
 /// Every check on one `redis-server`.
@@ -182,13 +254,7 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::expirable::run(&ctx, report);
     checks::watchdog::run(&ctx, report);
     checks::watchdog::killed_driver(&ctx, report);
-    if report.failed > failed_before {
-        println!(
-            "# last lines of the Java driver's log:\n{}",
-            java.log_tail()
-        );
-    }
-    let _ = rust.client().shutdown();
+    finish(&java, &rust, report, failed_before);
     Ok(())
 }
 
@@ -282,13 +348,7 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::liveness::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
     checks::expirable::run(&ctx, report);
-    if report.failed > failed_before {
-        println!(
-            "# last lines of the Java driver's log:\n{}",
-            java.log_tail()
-        );
-    }
-    let _ = rust.client().shutdown();
+    finish(&java, &rust, report, failed_before);
     Ok(())
 }
 

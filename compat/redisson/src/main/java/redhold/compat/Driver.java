@@ -29,8 +29,8 @@ import org.redisson.config.Config;
 /**
  * Drives the real Redisson client for redhold's compat suite.
  *
- * <p>Usage: {@code java -jar redhold-compat-driver.jar (--single URL | --cluster URL,URL,...)
- * --watchdog MS}. Prints
+ * <p>Usage: {@code java -jar redhold-compat-driver.jar (--single URL | --cluster URL,URL,...
+ * | --sentinel URL,... --master NAME) --watchdog MS}. Prints
  * {@code ready <redisson-id> fenced=true|false} once connected (whether this Redisson release
  * has {@code RFencedLock}: 3.19 and later), then reads one command a line on stdin:
  *
@@ -102,17 +102,22 @@ public final class Driver {
     public static void main(String[] args) throws IOException {
         String single = null;
         String cluster = null;
+        String sentinel = null;
+        String master = null;
         long watchdog = 30_000;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--single" -> single = args[i + 1];
                 case "--cluster" -> cluster = args[i + 1];
+                case "--sentinel" -> sentinel = args[i + 1];
+                case "--master" -> master = args[i + 1];
                 case "--watchdog" -> watchdog = Long.parseLong(args[i + 1]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        if ((single == null) == (cluster == null)) {
-            throw new IllegalArgumentException("give exactly one of --single URL, --cluster URL,URL,...");
+        if ((single != null ? 1 : 0) + (cluster != null ? 1 : 0) + (sentinel != null ? 1 : 0) != 1) {
+            throw new IllegalArgumentException(
+                    "give exactly one of --single URL, --cluster URL,URL,..., --sentinel URL,...");
         }
         Config config = new Config();
         config.setLockWatchdogTimeout(watchdog);
@@ -123,6 +128,18 @@ public final class Driver {
             config.useSingleServer()
                     .setAddress(single)
                     .setConnectionMinimumIdleSize(4)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+        } else if (sentinel != null) {
+            // One sentinel and no replica: Redisson's check for at least two
+            // sentinels is off, and it reads and subscribes on the master (its
+            // defaults would pick a replica, and fall back to the master).
+            config.useSentinelServers()
+                    .addSentinelAddress(sentinel.split(","))
+                    .setMasterName(master)
+                    .setCheckSentinelsList(false)
+                    .setReadMode(org.redisson.config.ReadMode.MASTER)
+                    .setSubscriptionMode(org.redisson.config.SubscriptionMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(4)
                     .setSubscriptionConnectionMinimumIdleSize(1);
         } else {
             // Everything else, the sharded subscription mode (AUTO) included, stays
