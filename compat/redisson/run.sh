@@ -3,8 +3,9 @@
 #
 # Builds the Java driver (compat/redisson, Maven; the first build downloads
 # Redisson into ~/.m2) and the Rust runner (compat/runner), then runs every
-# check on a throwaway redis-server and a 3-master cluster. Prints one line
-# per check and "N passed, N failed" last; exits non-zero on any failure.
+# check on a throwaway redis-server, a 3-master cluster and a master behind a
+# sentinel. Prints one line per check and "N passed, N failed, N not in
+# Redisson V" last; exits non-zero on any failure.
 #
 # Needs: java 17+, mvn, cargo, redis-server and redis-cli (7+ for the
 # cluster's sharded pub/sub) on PATH. Arguments:

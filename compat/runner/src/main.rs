@@ -142,6 +142,46 @@ fn log_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("redhold-compat-{}-{name}.log", std::process::id()))
 }
 
+/// The two sides on one master at `url`: redhold's client from `builder`
+/// (its counters and the inspector on `url`) and the Java driver on
+/// `target`.
+fn sides(
+    args: &Args,
+    builder: redhold::ClientBuilder,
+    url: &str,
+    target: Target<'_>,
+    topo: &str,
+) -> Result<(JavaDriver, RustSide, Inspector), String> {
+    let client = builder
+        .watchdog_timeout(WATCHDOG)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let counters = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let rust = RustSide::new(client, Some(counters));
+    let redis = Inspector::single(url)?;
+    let java = JavaDriver::start(&args.jar, target, WATCHDOG, log_path(topo))?;
+    Ok((java, rust, redis))
+}
+
+/// The checks' context for one topology.
+fn ctx<'a>(
+    args: &Args,
+    (java, rust, redis): (&'a JavaDriver, &'a RustSide, &'a Inspector),
+    topo: &'static str,
+    sharded: bool,
+) -> Ctx<'a> {
+    Ctx {
+        java,
+        rust,
+        redis,
+        topo,
+        watchdog: WATCHDOG,
+        redisson: args.redisson,
+        java_fenced: java.fenced,
+        sharded,
+    }
+}
+
 /// Prints the Java driver's log when a check of this topology failed, and
 /// shuts redhold's client down.
 fn finish(java: &JavaDriver, rust: &RustSide, report: &Report, failed_before: usize) {
@@ -162,21 +202,9 @@ fn sentinel(args: &Args, report: &mut Report) -> Result<(), String> {
     let master = Server::start(&[])?;
     let sentinel = Server::start_sentinel(master.port)?;
     let sentinel_url = sentinel.url();
-    let client = redhold::Client::builder()
-        .sentinel([sentinel_url.as_str()], SENTINEL_MASTER)
-        .watchdog_timeout(WATCHDOG)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let url = master.url();
-    let counters = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-    let rust = RustSide::new(client, Some(counters));
-    let redis = Inspector::single(&url)?;
-    let java = JavaDriver::start(
-        &args.jar,
-        Target::Sentinel(&sentinel_url, SENTINEL_MASTER),
-        WATCHDOG,
-        log_path("sentinel"),
-    )?;
+    let builder = redhold::Client::builder().sentinel([sentinel_url.as_str()], SENTINEL_MASTER);
+    let target = Target::Sentinel(&sentinel_url, SENTINEL_MASTER);
+    let (java, rust, redis) = sides(args, builder, &master.url(), target, "sentinel")?;
     println!(
         "# master on port {} behind a sentinel on port {}; Redisson client {}; redhold client {}",
         master.port,
@@ -184,16 +212,7 @@ fn sentinel(args: &Args, report: &mut Report) -> Result<(), String> {
         java.id,
         rust.client().id()
     );
-    let ctx = Ctx {
-        java: &java,
-        rust: &rust,
-        redis: &redis,
-        topo: "sentinel",
-        watchdog: WATCHDOG,
-        redisson: args.redisson,
-        java_fenced: java.fenced,
-        sharded: false,
-    };
+    let ctx = ctx(args, (&java, &rust, &redis), "sentinel", false);
     let failed_before = report.failed;
     checks::status::run(&ctx, report);
     checks::exclusion::run(&ctx, report);
@@ -209,36 +228,15 @@ fn sentinel(args: &Args, report: &mut Report) -> Result<(), String> {
 fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     let server = Server::start(&[])?;
     let url = server.url();
-    let client = redhold::Client::builder()
-        .url(&url)
-        .watchdog_timeout(WATCHDOG)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let counters = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
-    let rust = RustSide::new(client, Some(counters));
-    let redis = Inspector::single(&url)?;
-    let java = JavaDriver::start(
-        &args.jar,
-        Target::Single(&url),
-        WATCHDOG,
-        log_path("single"),
-    )?;
+    let builder = redhold::Client::builder().url(&url);
+    let (java, rust, redis) = sides(args, builder, &url, Target::Single(&url), "single")?;
     println!(
         "# single server on port {}; Redisson client {}; redhold client {}",
         server.port,
         java.id,
         rust.client().id()
     );
-    let ctx = Ctx {
-        java: &java,
-        rust: &rust,
-        redis: &redis,
-        topo: "single",
-        watchdog: WATCHDOG,
-        redisson: args.redisson,
-        java_fenced: java.fenced,
-        sharded: false,
-    };
+    let ctx = ctx(args, (&java, &rust, &redis), "single", false);
     let failed_before = report.failed;
     checks::layout::run(&ctx, report);
     checks::status::run(&ctx, report);
@@ -330,16 +328,7 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
         java.id,
         rust.client().id()
     );
-    let ctx = Ctx {
-        java: &java,
-        rust: &rust,
-        redis: &redis,
-        topo: "cluster",
-        watchdog: WATCHDOG,
-        redisson: args.redisson,
-        java_fenced: java.fenced,
-        sharded,
-    };
+    let ctx = ctx(args, (&java, &rust, &redis), "cluster", sharded);
     let failed_before = report.failed;
     checks::wake::run_each_master(&ctx, report);
     checks::wake::run(&ctx, report);
