@@ -36,10 +36,10 @@ run() { # port sha publish-command
 }
 
 single=$(port); start "$single"
-bare=$(redis-cli -p "$single" script load "$body")
+without=$(redis-cli -p "$single" script load "$body")
 behind=$(redis-cli -p "$single" script load "$prelude$body")
 for round in 1 2 3; do
-    for which in bare behind; do
+    for which in without behind; do
         run "$single" "${!which}" publish
         echo "single server, $which the prelude, round $round: $(per_call "$single") us per release"
     done
@@ -51,7 +51,9 @@ for _ in 1 2 3; do
     start "$p" --cluster-enabled yes --cluster-config-file "$dir/nodes-$p.conf"
 done
 echo yes | redis-cli --cluster create "${nodes[@]/#/127.0.0.1:}" --cluster-replicas 0 >/dev/null
-until redis-cli -p "${nodes[0]}" cluster info | grep -q 'cluster_state:ok'; do sleep 0.2; done
+for p in "${nodes[@]}"; do
+    until redis-cli -p "$p" cluster info | grep -q 'cluster_state:ok'; do sleep 0.2; done
+done
 slot=$(redis-cli -p "${nodes[0]}" cluster keyslot 'lk{a}')
 owner=""
 for p in "${nodes[@]}"; do

@@ -41,10 +41,11 @@ impl ClientBuilder {
     /// unchanged. The price is server time: a classic `PUBLISH` on a
     /// cluster is sent to every other node over the cluster bus. Measured
     /// on a three-master Redis 7.0 cluster (docs/wire-format.md), a
-    /// release script's run on its node took about 2 µs more (4 to 6 µs),
-    /// and each other node spent about 3 µs of CPU receiving the copy; that
-    /// part grows with the number of nodes. Turn it off when every client
-    /// of the cluster listens sharded. Ignored outside a cluster and on a cluster with a master
+    /// release script's run on its node took about 1.5 µs more (3.7 – 5.0
+    /// µs against 5.3 – 6.5 µs), and each other node spent about 2.5 µs of
+    /// CPU receiving the copy; that part grows with the number of nodes and
+    /// the release rate. Turn it off when every client of the cluster
+    /// listens sharded. Ignored outside a cluster and on a cluster with a master
     /// older than Redis 7 (which has only classic pub/sub).
     ///
     /// This covers the releases of this client. To hear the releases of
