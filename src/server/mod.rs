@@ -28,6 +28,7 @@ mod stream;
 mod tls;
 #[cfg(feature = "cluster")]
 pub(crate) mod topology;
+mod url_problem;
 mod wire;
 
 use std::cell::Cell;
@@ -40,7 +41,6 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-pub(crate) use opener::NOT_RESP;
 use pool::Pool;
 #[cfg(feature = "sentinel")]
 pub(crate) use sentinel::Sentinels;
