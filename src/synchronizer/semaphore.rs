@@ -169,6 +169,37 @@ impl Semaphore {
         self.give(permits)
     }
 
+    /// Deletes the semaphore with its permits, whoever holds them; whether
+    /// there was one (Redisson's `RSemaphore.delete`). Permits taken before
+    /// are still given back on release, which creates the semaphore again
+    /// with those permits, as in Redisson. Waiters are told on the channel,
+    /// look once, find no permits and keep waiting, as Java's do.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongKind`] when the name holds a lock or another value
+    /// (nothing is deleted); Redis errors.
+    pub fn delete(&self) -> Result<bool> {
+        self.check_name()?;
+        let server = self.client.engine().server();
+        // The latch's script fits a semaphore as it is: both are a count
+        // under the name, checked for kind and deleted in one step.
+        let deleted: i64 = server
+            .run_write(
+                &self.name,
+                |conn| {
+                    scripts::LATCH_DELETE
+                        .key(&*self.name)
+                        .key(&*self.channel)
+                        .arg(server.publish_command())
+                        .invoke(conn)
+                },
+                |deleted: &i64| *deleted == 1,
+            )
+            .map_err(|e| wrong_kind(&self.name, SEMAPHORE, e))?;
+        Ok(deleted == 1)
+    }
+
     /// Releases `permits` (checked) permits, also after shutdown began
     /// (a [`Permit`] going back): one request, retried harmlessly.
     pub(super) fn give(&self, permits: u32) -> Result<()> {
