@@ -14,10 +14,10 @@
 //!   ([docs/server-versions.md]).
 //! - **Redisson:** the keys, channels and scripts of Redisson's `RLock`,
 //!   `RFairLock`, `RReadWriteLock`, `RFencedLock`, `RSpinLock`,
-//!   `RSemaphore`, `RPermitExpirableSemaphore` and `RCountDownLatch`, as
-//!   Redisson 3.x and 4.x write them. The compat suite runs the real Java
-//!   client beside this crate, Redisson 4.7.0 today; [docs/wire-format.md]
-//!   has the version table.
+//!   `RSemaphore`, `RPermitExpirableSemaphore` and `RCountDownLatch`. The
+//!   compat suite runs the real Java client beside this crate: Redisson
+//!   4.7.0 today; [docs/wire-format.md] has the versions checked and the
+//!   differences found.
 //! - **Rust:** 1.88 or later (the `rust-version` of the manifest). The API
 //!   blocks (no async): a [`Client`] runs a few threads of its own.
 //!
