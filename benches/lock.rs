@@ -19,30 +19,16 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{run_prefix, take_release_instant, BenchServer};
+use common::{output_dir, run_prefix, take_release_instant, BenchServer};
 use criterion::{Criterion, Throughput};
 use redhold::Client;
-
-/// `$CARGO_TARGET_DIR/criterion`, else `target/criterion` in the workspace:
-/// cargo runs a bench in its package's directory, and this package is
-/// `benches/`, one level down.
-fn reports_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join("target")
-        })
-        .join("criterion")
-}
 
 fn main() {
     let server = BenchServer::from_env_or_spawn();
     let client = Client::open(server.url.as_str()).expect("redhold: Client::open");
     let prefix = run_prefix("lock");
     let mut c = Criterion::default()
-        .output_directory(&reports_dir())
+        .output_directory(&output_dir("criterion"))
         .configure_from_args();
 
     uncontended(&mut c, &client, &prefix);
