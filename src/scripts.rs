@@ -76,7 +76,7 @@ scripts! {
     LATCH_TRY_SET => "latch_try_set.lua";
     /// Counts a count-down latch down by one and opens it at zero.
     LATCH_COUNT_DOWN => "latch_count_down.lua";
-    /// Deletes a count-down latch.
+    /// Deletes a count-down latch (or a semaphore: both are a count).
     LATCH_DELETE => "latch_delete.lua";
 }
 

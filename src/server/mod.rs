@@ -32,6 +32,7 @@ mod stream;
 mod tls;
 #[cfg(feature = "cluster")]
 pub(crate) mod topology;
+mod url_problem;
 mod wire;
 
 use std::cell::Cell;
@@ -45,7 +46,6 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 use crate::config::Config;
 use crate::error::{Error, Result};
 pub(crate) use late::{LateRequests, Trailing};
-pub(crate) use opener::NOT_RESP;
 use pool::Pool;
 use pubsub_mode::choose_pubsub_mode;
 pub(crate) use pubsub_mode::PubSubMode;

@@ -138,6 +138,31 @@ fn set_permits(
         .map_err(|e| wrong_kind(name, kind, e))
 }
 
+/// Deletes the count under `name` (a latch's or a semaphore's, `kind` for
+/// errors) whatever it is, and publishes `"1"` on `channel`, as Redisson's
+/// latch does: waiters look once more. Latched, so that a retry after a
+/// lost reply says what the first attempt did.
+fn delete_count(client: &Client, name: &str, channel: &str, kind: &'static str) -> Result<bool> {
+    let server = client.engine().server();
+    let (latch, latch_ttl) = server.unlock_latch(name, &client.engine().next_request_id());
+    let deleted: i64 = server
+        .run_write(
+            name,
+            |conn| {
+                scripts::LATCH_DELETE
+                    .key(name)
+                    .key(channel)
+                    .key(&latch)
+                    .arg(server.publish_command())
+                    .arg(latch_ttl)
+                    .invoke(conn)
+            },
+            |deleted: &i64| *deleted == 1,
+        )
+        .map_err(|e| wrong_kind(name, kind, e))?;
+    Ok(deleted == 1)
+}
+
 /// Ends an acquire call on `name` that returns without what its requests
 /// may have taken: `undo` (a give-back that reads the call's latch and
 /// closes it) right behind its late attempts, or on a connection of its
