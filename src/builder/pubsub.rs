@@ -67,7 +67,12 @@ impl ClientBuilder {
     /// wait, but that connection receives every classic lock message of
     /// the cluster, this fleet's `publish_both_ways` copies included, and
     /// a waiter may be woken twice by one release (the second time it
-    /// looks, finds the lock taken and waits again).
+    /// looks, finds the lock taken and waits again). And when that
+    /// connection is on the node that serves a lock, the receiver count a
+    /// release of this client gets back includes it, so the client may
+    /// take it for another process's waiter and have its own woken waiter
+    /// stand back a moment (a courtesy pause of 1 to 8 ms, which backs off
+    /// when unused; [`Stats`](crate::Stats) counts them).
     ///
     /// Defaults to `false`: in a fleet that listens sharded throughout
     /// (redhold, Redisson 3.28+) it would only add that traffic. Turn it on
