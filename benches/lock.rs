@@ -19,7 +19,7 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{run_prefix, take_release_instant, BenchServer};
+use common::{output_dir, run_prefix, take_release_instant, BenchServer};
 use criterion::{Criterion, Throughput};
 use redhold::Client;
 
@@ -27,7 +27,9 @@ fn main() {
     let server = BenchServer::from_env_or_spawn();
     let client = Client::open(server.url.as_str()).expect("redhold: Client::open");
     let prefix = run_prefix("lock");
-    let mut c = Criterion::default().configure_from_args();
+    let mut c = Criterion::default()
+        .output_directory(&output_dir("criterion"))
+        .configure_from_args();
 
     uncontended(&mut c, &client, &prefix);
     reentrant(&mut c, &client, &prefix);

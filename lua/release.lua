@@ -7,7 +7,8 @@
 -- successor's own acquire would have drawn a token from
 -- ARGV[1] the wake-up message ("0"), ARGV[2] the holder field,
 -- ARGV[3] latch TTL in ms,
--- ARGV[4] the publish command ("publish", or "spublish" on a cluster),
+-- ARGV[4] the publish command ("publish"; on a cluster "spublish" or, to
+-- reach both kinds of listener, "publish+spublish": see src/scripts.rs),
 -- ARGV[5] "first" on a request's first attempt, "retry" on a later one,
 -- "above:N" for an undo of a late acquire,
 -- ARGV[6] (optional) the successor's field, ARGV[7] its lease in ms

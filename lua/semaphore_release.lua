@@ -3,8 +3,8 @@
 -- many of them may try). Also `add_permits` with a positive number.
 -- KEYS[1] the semaphore, KEYS[2] its channel, KEYS[3] this request's latch
 -- ARGV[1] how many permits (> 0), ARGV[2] the publish command ('publish',
--- or 'spublish' on a cluster with sharded pub/sub), ARGV[3] the latch's TTL
--- in ms
+-- or 'spublish' or 'publish+spublish' on a cluster with sharded pub/sub:
+-- see src/scripts.rs), ARGV[3] the latch's TTL in ms
 -- Reply: the number of permits available after the release.
 -- Error WRONGKIND when the key holds something that is not a count.
 --

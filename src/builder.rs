@@ -9,6 +9,9 @@ use crate::client::Client;
 use crate::config::{lease_millis, non_zero, wire_millis, Config, Deployment};
 use crate::error::{Error, Result};
 
+#[cfg(feature = "cluster")]
+mod pubsub;
+
 impl Client {
     /// Connects to the server at `url` with default settings.
     ///
@@ -74,20 +77,6 @@ impl ClientBuilder {
         S: Into<String>,
     {
         self.config.deployment = Deployment::Cluster(nodes.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Whether a cluster client announces and hears releases with sharded
-    /// pub/sub (`SPUBLISH`/`SSUBSCRIBE`, served by the slot's owner) or
-    /// classic pub/sub (`PUBLISH`/`SUBSCRIBE`, broadcast to every node).
-    /// Every client of a lock, Redisson included, must make the same choice,
-    /// or wake-ups are lost (waiters then wait out the lock's TTL).
-    ///
-    /// Defaults to sharded when every master runs Redis 7 or later, as
-    /// Redisson does; ignored outside a cluster.
-    #[cfg(feature = "cluster")]
-    pub fn sharded_pubsub(mut self, sharded: bool) -> Self {
-        self.config.sharded_pubsub = Some(sharded);
         self
     }
 

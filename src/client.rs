@@ -130,7 +130,9 @@ impl Client {
     }
 
     /// A handle on the reentrant lock called `name`. No I/O happens until
-    /// the handle is used; an invalid name is reported then.
+    /// the handle is used; an invalid name is reported then
+    /// ([`Error::InvalidName`](crate::Error::InvalidName)): only the empty
+    /// one. A blank name (`"   "`) is a name, as in Redisson.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.clone(), name.into())
     }

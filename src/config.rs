@@ -55,6 +55,10 @@ pub(crate) struct Config {
     pub(crate) sync_replicas: Option<(usize, Duration)>,
     /// Sharded pub/sub on a cluster: `None` decides by the servers' version.
     pub(crate) sharded_pubsub: Option<bool>,
+    /// Releases on a cluster that serves sharded pub/sub also `PUBLISH`.
+    pub(crate) publish_both_ways: bool,
+    /// A cluster client that listens sharded also hears classic releases.
+    pub(crate) hear_classic_releases: bool,
     pub(crate) watchdog_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) response_timeout: Duration,
@@ -82,6 +86,8 @@ impl Default for Config {
             tls_root_cert: None,
             sync_replicas: None,
             sharded_pubsub: None,
+            publish_both_ways: true,
+            hear_classic_releases: false,
             watchdog_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(3),
@@ -106,6 +112,8 @@ impl fmt::Debug for Config {
             .field("tls_root_cert", &self.tls_root_cert.is_some())
             .field("sync_replicas", &self.sync_replicas)
             .field("sharded_pubsub", &self.sharded_pubsub)
+            .field("publish_both_ways", &self.publish_both_ways)
+            .field("hear_classic_releases", &self.hear_classic_releases)
             .field("watchdog_timeout", &self.watchdog_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)

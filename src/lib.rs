@@ -5,6 +5,25 @@
 //! field `<client-uuid>:<thread-id>` counts that thread's holds; every change
 //! is one atomic Lua script.
 //!
+//! # What it works with
+//!
+//! - **Servers:** Redis 6.2, 7.x and 8, and Valkey 8: one server, a Redis
+//!   Cluster, or a master found through Sentinel (the `cluster` and
+//!   `sentinel` features), with or without TLS (`tls`); all three are on
+//!   by default. The test suite runs against each of these versions
+//!   ([docs/server-versions.md]).
+//! - **Redisson:** the keys, channels and scripts of Redisson's `RLock`,
+//!   `RFairLock`, `RReadWriteLock`, `RFencedLock`, `RSpinLock`,
+//!   `RSemaphore`, `RPermitExpirableSemaphore` and `RCountDownLatch`. The
+//!   compat suite runs the real Java client beside this crate: Redisson
+//!   4.7.0 today; [docs/wire-format.md] has the versions checked and the
+//!   differences found.
+//! - **Rust:** 1.88 or later (the `rust-version` of the manifest). The API
+//!   blocks (no async): a [`Client`] runs a few threads of its own.
+//!
+//! [docs/server-versions.md]: https://github.com/redhold/redhold/blob/main/docs/server-versions.md
+//! [docs/wire-format.md]: https://github.com/redhold/redhold/blob/main/docs/wire-format.md#checked-against-redisson
+//!
 //! # Tutorial
 //!
 //! Build one [`Client`] per process and take locks by name:
@@ -58,7 +77,8 @@
 //! | [`MultiLock`] | [`MultiLock::new`] | several locks, all or none |
 //! | [`RedLock`] | [`RedLock::new`] | one lock over independent servers (a majority) |
 //!
-//! docs/lock-kinds.md in the repository compares them at length.
+//! [docs/lock-kinds.md](https://github.com/redhold/redhold/blob/main/docs/lock-kinds.md)
+//! compares them at length.
 //!
 //! **Beyond locks.** Redisson's semaphore and count-down latch, in the same
 //! layout: [`Client::semaphore`] gives a [`Semaphore`] (up to N callers at
@@ -66,8 +86,9 @@
 //! [`PermitExpirableSemaphore`] (permits with an id and a lease;
 //! [`ExpirablePermit`] guards), [`Client::count_down_latch`] a
 //! [`CountDownLatch`] (wait until N events happened). Their waiters are
-//! woken through pub/sub like lock waiters; docs/synchronizers.md says when
-//! to use which.
+//! woken through pub/sub like lock waiters;
+//! [docs/synchronizers.md](https://github.com/redhold/redhold/blob/main/docs/synchronizers.md)
+//! says when to use which.
 //!
 //! **The guard.** Taking a lock returns a [`LockGuard`] (or a
 //! [`MultiLockGuard`], a [`RedLockGuard`]); dropping it releases one hold,
@@ -87,11 +108,19 @@
 //! [`Client::stats`] shows what they are doing; [`Client::shutdown`] stops
 //! them and wakes every waiter with [`Error::Shutdown`].
 //!
-//! **When Redis is away.** Calls that wait (`lock`, `try_lock_for`,
-//! `lock_interruptibly`) wait through an outage and a failover, up to
-//! [`ClientBuilder::outage_tolerance`]; calls that do not wait fail fast.
-//! A lock lost meanwhile is reported ([`Error::LockLost`],
+//! **When Redis is away.** [`Lock::lock`] does not fail at the first
+//! refused or dropped connection: it retries with a backoff (100 ms
+//! doubling to 1 s) through a restart or a failover, for up to the
+//! client's [`ClientBuilder::outage_tolerance`] (60 s by default), and
+//! then returns [`Error::Unreachable`], which says for how long Redis was
+//! away; it never returns a guard it is not sure of. `try_lock_for` and
+//! `lock_interruptibly` do the same within their own deadline. Calls that
+//! do not wait (`try_lock`, `is_locked`, releases) fail fast, after the
+//! client's retries ([`ClientBuilder::retry_attempts`]). A lock lost
+//! meanwhile is reported ([`Error::LockLost`],
 //! [`ClientBuilder::on_lock_lost`]), never kept silently.
+//! [docs/reliability.md](https://github.com/redhold/redhold/blob/main/docs/reliability.md)
+//! has the measured cases.
 //!
 //! **The tool.** The `redhold` binary (crate `redhold-cli`) lists, shows,
 //! watches and force-unlocks the locks of redhold and Redisson clients:
@@ -103,6 +132,9 @@
 //! and `cargo run --example stats` prints [`Client::stats`] as a table.
 
 #![forbid(unsafe_code)]
+// docs.rs: "Available on crate feature `cluster` only" on each item that a
+// feature brings (docs.rs builds with `--cfg docsrs`, see Cargo.toml).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // No silent `as` narrowing in the library: one once sent a huge duration
 // to Redis as "0". Tests and benches may cast freely.
 #![deny(clippy::cast_possible_truncation)]
@@ -150,6 +182,12 @@ pub use multi_lock::{MemberGuard, MultiLock, MultiLockGuard, MultiMember};
 pub use read_write::ReadWriteLock;
 pub use red_lock::RedLock;
 pub use red_lock_guard::RedLockGuard;
+/// The `redis` crate this one is built on, at the version and with the
+/// features it uses: [`Error::Redis`] and the other variants' `source` are
+/// its [`RedisError`](redis::RedisError), whose kind and code
+/// (`e.kind()`, `e.code()`) are read through it without adding `redis` to
+/// your own manifest (and guessing its version).
+pub use redis;
 pub use stats::Stats;
 pub use synchronizer::{
     CountDownLatch, ExpirablePermit, Permit, PermitExpirableSemaphore, Semaphore,

@@ -65,7 +65,13 @@ pub(crate) fn unlock_latch(name: &str, request_id: &str) -> String {
     format!("{}:{request_id}", prefixed(UNLOCK_LATCH_PREFIX, name))
 }
 
-/// Checks that `name` can name a lock.
+/// Checks that `name` can name a lock: any string but the empty one.
+///
+/// A blank name (`"   "`, `"\t"`) is a name like any other, as it is for
+/// Redis and for Redisson, which takes any string: a Java service that
+/// locks one must be able to share it with this crate. (Refusing it would
+/// catch a name built from a setting left unset, at the price of that
+/// compatibility.)
 pub(crate) fn validate(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::InvalidName {

@@ -1,6 +1,7 @@
 //! Every kind of bad input is refused with its own error, quickly, before
 //! anything is written to Redis: empty lock names, zero leases, zero
-//! timeouts, malformed URLs, unreachable servers and wrong passwords.
+//! timeouts, malformed URLs, unreachable servers, wrong and missing
+//! passwords. `Debug` of an error says what `Display` says.
 
 mod bounded;
 mod support;
@@ -181,6 +182,47 @@ fn malformed_urls_are_refused_quickly() {
         text.contains("http://127.0.0.1:6379/"),
         "the message names the URL: {text}"
     );
+    assert!(text.contains("scheme \"http\""), "names the scheme: {text}");
+}
+
+#[test]
+fn a_malformed_url_names_the_part_that_does_not_parse() {
+    let port = Client::open("redis://127.0.0.1:notaport/").unwrap_err();
+    assert!(port.to_string().contains("the port"), "{port}");
+    let host = Client::open("redis://[::1:6379/").unwrap_err();
+    assert!(host.to_string().contains("IPv6"), "{host}");
+    // A password with an unencoded `/` ends the host early: the part named
+    // is where the password landed, and the password is not shown.
+    let slash = Client::open("redis://:se/cretPW@127.0.0.1:6379/").unwrap_err();
+    for text in [slash.to_string(), format!("{slash:?}"), slash.report()] {
+        assert!(!text.contains("cretPW"), "the password shows: {text}");
+        assert!(text.contains("percent-encoded"), "{text}");
+    }
+    assert!(
+        matches!(slash, Error::InvalidUrl { .. }),
+        "expected InvalidUrl, got {slash:?}"
+    );
+}
+
+#[test]
+fn debug_says_what_display_says_so_main_prints_the_advice() {
+    // `fn main() -> redhold::Result<()>` prints an error with `Debug`.
+    let port = dead_port();
+    let err = Client::builder()
+        .url(format!("redis://127.0.0.1:{port}/"))
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .expect_err("nothing listens");
+    let debug = format!("{err:?}");
+    assert!(debug.starts_with(&err.to_string()), "{debug}");
+    assert!(
+        debug.contains("check that the server runs there"),
+        "{debug}"
+    );
+    assert!(debug.contains("refused"), "the cause follows: {debug}");
+    assert!(debug.contains("Connect"), "the variant follows: {debug}");
+    let url = Client::open("redis://127.0.0.1:notaport/").unwrap_err();
+    assert!(format!("{url:?}").starts_with(&url.to_string()), "{url:?}");
 }
 
 #[test]
@@ -264,7 +306,17 @@ fn wrong_password_is_a_clear_connect_error() {
     );
 
     let err = Client::open(&server.url_without_password()).expect_err("no password");
-    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    // The server's own reply, read through the re-exported redis crate.
+    let Error::Connect { source, .. } = &err else {
+        panic!("expected Connect, got {err:?}");
+    };
+    let source: &redhold::redis::RedisError = source;
+    assert_eq!(source.code(), Some("NOAUTH"), "{source:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("requires a password and the URL gives none"),
+        "NOAUTH says that a password is missing, not that it is wrong: {text}"
+    );
 
     // The right password works, for commands and for the wake-up channel,
     // and stays out of the client's Debug output.

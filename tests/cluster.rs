@@ -288,6 +288,116 @@ fn classic_pubsub_when_sharded_pubsub_is_turned_off() {
     }
 }
 
+/// By default (`publish_both_ways`) a release on a cluster with sharded
+/// pub/sub is announced to both kinds of listener: Redisson before 3.22
+/// listens with SUBSCRIBE there, later ones (and redhold) with SSUBSCRIBE.
+/// A client told `publish_both_ways(false)` announces only its own way.
+#[test]
+fn releases_are_announced_both_ways_unless_told_otherwise() {
+    let cluster = RedisCluster::start(3);
+    let both = client(&cluster);
+    let one_way = builder(&cluster)
+        .publish_both_ways(false)
+        .build()
+        .expect("cluster client publishing one way");
+    for name in cluster.names_on_each_master("both-ways") {
+        let channel = channel_of(&name);
+        let owner = cluster.node_for_key(&name);
+        let elsewhere = (owner + 1) % cluster.len();
+        let mut classic = RawSubscriber::new(cluster.node(elsewhere), "SUBSCRIBE", &channel);
+        let mut shard =
+            sharded().then(|| RawSubscriber::new(cluster.node(owner), "SSUBSCRIBE", &channel));
+        let message = |kind: &str| Some((kind.to_owned(), channel.clone(), "0".to_owned()));
+
+        both.lock(&name)
+            .lock()
+            .expect("lock")
+            .unlock()
+            .expect("unlock");
+        assert_eq!(
+            classic.next_message(PROMPTLY),
+            message("message"),
+            "{name}: classic"
+        );
+        if let Some(shard) = &mut shard {
+            assert_eq!(
+                shard.next_message(PROMPTLY),
+                message("smessage"),
+                "{name}: sharded"
+            );
+        }
+
+        one_way
+            .lock(&name)
+            .lock()
+            .expect("lock")
+            .unlock()
+            .expect("unlock");
+        if let Some(shard) = &mut shard {
+            assert_eq!(
+                shard.next_message(PROMPTLY),
+                message("smessage"),
+                "{name}: sharded"
+            );
+            assert_eq!(
+                classic.next_message(BLOCKED_FOR),
+                None,
+                "{name}: published classically too"
+            );
+        } else {
+            // Redis 6.2: classic pub/sub is the only way.
+            assert_eq!(
+                classic.next_message(PROMPTLY),
+                message("message"),
+                "{name}: classic"
+            );
+        }
+    }
+}
+
+/// A client that listens sharded and is told `hear_classic_releases`
+/// hears a release announced with classic PUBLISH only (as Redisson before
+/// 3.22 announces them), on every master, through its one pattern
+/// connection; without it the waiter would sleep out the 30 s TTL.
+#[test]
+fn hear_classic_releases_wakes_a_sharded_waiter_on_a_classic_release() {
+    let cluster = RedisCluster::start(3);
+    // Publishes the way Redisson 3.17 does: PUBLISH only.
+    let classic = builder(&cluster)
+        .sharded_pubsub(false)
+        .publish_both_ways(false)
+        .build()
+        .expect("classic cluster client");
+    let waiter = builder(&cluster)
+        .hear_classic_releases(true)
+        .build()
+        .expect("cluster client hearing classic releases");
+    for name in cluster.names_on_each_master("hear-classic") {
+        let channel = channel_of(&name);
+        let took = wake_up_time(&classic, &waiter, &name, || {
+            let subscribed =
+                bounded::wait_until(PROMPTLY, || waiter_subscribers(&cluster, &channel) == 1);
+            assert!(
+                subscribed.is_some(),
+                "{channel}: the waiter never subscribed"
+            );
+        });
+        assert!(took < PROMPTLY, "{name}: woken {took:?} after the release");
+    }
+    let everywhere: i64 = (0..cluster.len())
+        .map(|i| {
+            redis::cmd("PUBSUB")
+                .arg("NUMPAT")
+                .query::<i64>(&mut cluster.node(i).connection())
+                .expect("PUBSUB NUMPAT")
+        })
+        .sum();
+    assert_eq!(
+        everywhere, 4,
+        "one connection with the four channel patterns"
+    );
+}
+
 #[test]
 fn renewal_keeps_every_kind_alive_on_every_node() {
     let cluster = RedisCluster::start(3);

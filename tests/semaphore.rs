@@ -1,7 +1,7 @@
 //! The semaphore (Redisson's `RSemaphore`) on a real Redis: its operations
 //! and key layout, waiters woken through pub/sub without polling, never more
 //! permits out than given under contention from two clients, interrupts,
-//! shutdown, bad input and names of other kinds, and a cluster.
+//! shutdown, delete, bad input and names of other kinds, and a cluster.
 
 mod bounded;
 mod support;
@@ -119,6 +119,47 @@ fn a_parked_acquirer_is_woken_by_a_release_without_polling() {
     assert_eq!(server.scripts_run() - scripts_before, 3);
     assert_eq!(waiter_client.stats().parked_waiters, 0);
     assert_eq!(sem.available_permits().unwrap(), 2);
+}
+
+#[test]
+fn delete_removes_the_permits_and_leaves_waiters_waiting() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let sem = client.semaphore("doomed");
+    assert!(!sem.delete().unwrap(), "nothing to delete");
+    assert!(sem.try_set_permits(1).unwrap());
+    let taken = sem.try_acquire().unwrap().expect("one permit");
+    let waiter = {
+        let sem = server.client().semaphore("doomed");
+        bounded::spawn("acquirer", move || {
+            sem.try_acquire_for(Duration::from_secs(20))
+                .map(|p| p.map(|p| p.permits()))
+        })
+    };
+    waiter.assert_parked_for(Duration::from_millis(300));
+
+    assert!(sem.delete().unwrap());
+    assert!(!server.exists("doomed"), "the key is gone");
+    assert!(!sem.delete().unwrap(), "deleted once");
+    // As in Redisson, the waiter is not let through: no permit is there.
+    waiter.assert_parked_for(Duration::from_millis(300));
+    assert!(sem.try_set_permits(3).unwrap(), "settable again");
+    assert_eq!(waiter.join_within(PROMPTLY).unwrap(), Some(1));
+    // A permit taken before the delete still goes back.
+    drop(taken);
+    assert_eq!(sem.available_permits().unwrap(), 4);
+
+    // Another kind's name: refused, untouched.
+    let _guard = client.lock("held").lock().unwrap();
+    assert!(matches!(
+        client.semaphore("held").delete(),
+        Err(Error::WrongKind { .. })
+    ));
+    assert!(server.exists("held"));
+    assert!(matches!(
+        client.semaphore("").delete(),
+        Err(Error::InvalidName { .. })
+    ));
 }
 
 #[test]

@@ -70,7 +70,11 @@ fn names_of_braces_unicode_tags_and_control_bytes_work() {
         "zámek-🔒-ключ-鎖",
         "\u{0}",
         "line\r\nbreak",
+        // Blank names are names, as in Redisson (only "" is refused).
         " ",
+        "   ",
+        "\t",
+        " \r\n ",
     ] {
         lock_hand_over_and_clean_up(&server, name);
     }

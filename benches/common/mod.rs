@@ -221,3 +221,18 @@ pub(crate) fn take_release_instant(slot: &std::sync::Mutex<Option<Instant>>) -> 
         .take()
         .expect("waiter acquired while the holder still held the lock")
 }
+
+/// Where the benches write what they keep (samples, reports):
+/// `$CARGO_TARGET_DIR/<name>`, else `target/<name>` in the workspace. Cargo
+/// runs a bench in its package's directory, and this package is
+/// `benches/`, one level below the workspace.
+pub(crate) fn output_dir(name: &str) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("target")
+        })
+        .join(name)
+}

@@ -10,12 +10,9 @@ use crate::json::Json;
 use crate::report::Figures;
 
 /// `$CARGO_TARGET_DIR/redhold-limits`, else `target/redhold-limits` in the
-/// package.
+/// workspace.
 fn target_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
-        .join("redhold-limits")
+    crate::common::output_dir("redhold-limits")
 }
 
 /// Writes `handoff-latency.csv` and `limits.json`; a failure is reported on

@@ -108,6 +108,10 @@ pub(crate) enum Command {
     /// lock its queue; for the other kinds the client connections listening
     /// for its release). Found with SCAN, on every master of a cluster.
     /// With --counters, the semaphores and count-down latches instead.
+    // Each form's whole usage: clap would otherwise print, after a
+    // mistyped option, the usage of the option it suggests (`list --jsn`
+    // gave `Usage: redhold list --json [PATTERN]`) as if that were the form.
+    #[command(override_usage = "redhold list [OPTIONS] [PATTERN]")]
     List {
         /// Only names matching this Redis glob pattern.
         #[arg(default_value = "*")]
@@ -131,6 +135,7 @@ pub(crate) enum Command {
     /// name that holds no lock shows as not locked (exit code 0). A name
     /// that holds a semaphore or a count-down latch shows its number, and
     /// a permit-expirable semaphore its permits out with their leases.
+    #[command(override_usage = "redhold show [OPTIONS] <NAME>")]
     Show {
         /// The lock's name.
         name: String,
@@ -143,7 +148,10 @@ pub(crate) enum Command {
     /// Works for every kind; waiters in every process are woken the way
     /// that kind wakes them. The holders lose the lock and find out when
     /// they renew or release it. Asks first unless --yes is given.
-    #[command(name = "force-unlock")]
+    #[command(
+        name = "force-unlock",
+        override_usage = "redhold force-unlock [OPTIONS] <NAME>"
+    )]
     ForceUnlock {
         /// The lock's name.
         name: String,
@@ -157,6 +165,7 @@ pub(crate) enum Command {
     /// a TTL renewed by a watchdog is not a change. While Redis is
     /// unreachable (a restart, a failover) it says "reconnecting…" and
     /// carries on once Redis answers again.
+    #[command(override_usage = "redhold watch [OPTIONS] <NAME>")]
     Watch {
         /// The lock's name.
         name: String,

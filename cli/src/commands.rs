@@ -181,7 +181,9 @@ fn confirm(info: &LockInfo) -> Result<(), Failure> {
             ),
         ));
     }
-    let holders: Vec<String> = info.holders.iter().map(|h| h.id()).collect();
+    let holders: Vec<String> = (info.holders.iter())
+        .map(|h| text::who(h.identity.as_ref(), &h.id()))
+        .collect();
     eprint!(
         "force-unlock {} {:?} held by {} ({} waiting)? [y/N] ",
         text::kind_words(info.kind),

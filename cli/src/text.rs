@@ -59,7 +59,8 @@ pub(crate) fn lock(info: &LockInfo) -> String {
 
 /// A holder or waiter: `name@host:pid (uuid:thread)` for a redhold client
 /// whose identity is known, else the bare `uuid:thread` (Redisson clients).
-fn who(identity: Option<&ClientIdentity>, id: &str) -> String {
+/// `show` and the `force-unlock` question name them alike.
+pub(crate) fn who(identity: Option<&ClientIdentity>, id: &str) -> String {
     match identity {
         Some(identity) => format!("{identity} ({id})"),
         None => id.to_owned(),

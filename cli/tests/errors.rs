@@ -146,3 +146,38 @@ fn bad_command_lines_are_usage_errors() {
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
 }
+
+#[test]
+fn a_mistyped_option_shows_the_usage_of_the_command_it_was_given_to() {
+    for (args, usage) in [
+        (
+            &["list", "--jsn"][..],
+            "Usage: redhold list [OPTIONS] [PATTERN]",
+        ),
+        (
+            &["list", "--json-line"],
+            "Usage: redhold list [OPTIONS] [PATTERN]",
+        ),
+        (
+            &["show", "x", "--jsn"],
+            "Usage: redhold show [OPTIONS] <NAME>",
+        ),
+        (
+            &["force-unlock", "x", "--ye"],
+            "Usage: redhold force-unlock [OPTIONS] <NAME>",
+        ),
+        (
+            &["watch", "x", "--intervall", "5"],
+            "Usage: redhold watch [OPTIONS] <NAME>",
+        ),
+    ] {
+        let run = redhold(args);
+        run.expect_code(2);
+        assert!(run.stderr.contains(usage), "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("unexpected argument"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}

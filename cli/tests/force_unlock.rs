@@ -186,8 +186,10 @@ fn names_without_a_lock_are_left_alone() {
     assert!(server.exists("greeting"));
 }
 
-/// On a terminal it asks, and only a yes removes the lock. util-linux's
-/// `script` gives the binary a pseudo-terminal and types the answer.
+/// On a terminal it asks, naming the holders as `show` does
+/// (`name@host:pid (uuid:thread)`), and only a yes removes the lock.
+/// util-linux's `script` gives the binary a pseudo-terminal and types the
+/// answer.
 #[cfg(target_os = "linux")]
 #[test]
 fn on_a_terminal_it_asks_first() {
@@ -195,7 +197,9 @@ fn on_a_terminal_it_asks_first() {
     use std::process::{Command, Stdio};
 
     let server = RedisServer::start();
-    let holder = server.client();
+    let holder = server.builder().name("nightly-report").build().unwrap();
+    let me = holder.identity().clone();
+    let who = format!("nightly-report@{}:{} ({}:", me.host, me.pid, holder.id());
     let _guard = holder.lock("asked").lock().unwrap();
     let command = format!(
         "'{}' --url '{}' force-unlock asked",
@@ -221,6 +225,7 @@ fn on_a_terminal_it_asks_first() {
         let output = done.join_within(PROMPTLY).unwrap();
         let printed = String::from_utf8_lossy(&output.stdout);
         assert!(printed.contains("[y/N]"), "{printed}");
+        assert!(printed.contains(&who), "held by {who}…: {printed}");
         assert_eq!(output.status.code(), Some(code), "{answer:?}: {printed}");
         assert_eq!(server.exists("asked"), kept, "{answer:?}: {printed}");
     }

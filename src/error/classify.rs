@@ -29,11 +29,16 @@ pub(crate) fn reply_was_read(e: &redis::RedisError) -> bool {
     )
 }
 
+/// What the error of a peer that answers something else than RESP says:
+/// `server::opener` and `server::socket` write it, [`is_not_resp`] looks for
+/// it. It lives here, below `server`, so that the error types stay a leaf.
+pub(crate) const NOT_RESP: &str = "does not speak the Redis protocol";
+
 /// Whether a connection failed because the peer answered something that is
 /// not RESP. The redis crate hides the I/O error's kind behind its own
 /// type, so the text that `server::opener` wrote tells.
 pub(crate) fn is_not_resp(e: &redis::RedisError) -> bool {
-    e.is_io_error() && e.to_string().contains(crate::server::NOT_RESP)
+    e.is_io_error() && e.to_string().contains(NOT_RESP)
 }
 
 /// Whether a connection failed because the server refused AUTH.
@@ -43,6 +48,12 @@ pub(crate) fn refused_credentials(e: &redis::RedisError) -> bool {
         || ["wrongpass", "noauth", "authentication", "invalid password"]
             .iter()
             .any(|word| text.contains(word))
+}
+
+/// Whether the server asked for a password that the client did not send
+/// (`NOAUTH`): a wrong one is refused with `WRONGPASS` instead.
+pub(super) fn password_missing(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOAUTH") || format!("{e}").contains("NOAUTH")
 }
 
 /// True when TLS refused the server's certificate because it names another

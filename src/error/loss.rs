@@ -43,7 +43,9 @@ impl LossCause {
                  sync_replicas), or it expired while the watchdog could not reach Redis"
             }
             LossCause::Unknown => {
-                "it expired or was deleted; Redis could not be asked which (see the log)"
+                "it expired or was deleted; Redis could not be asked which: the reason is \
+                 logged through the `log` crate at warn level, target `redhold` (install a \
+                 logger, e.g. env_logger with RUST_LOG=redhold=warn, to see it)"
             }
         }
     }

@@ -205,7 +205,7 @@ fn channels(info: &LockInfo) -> Vec<String> {
 /// to every node and the counts are added up (classic subscribers are
 /// spread over the nodes; sharded ones are all on the slot's owner).
 pub(super) fn subscribers(server: &Server, info: &LockInfo) -> Result<u64> {
-    let sub = if server.publish_command() == "spublish" {
+    let sub = if server.subscribe_commands().0 == b"SSUBSCRIBE" {
         "SHARDNUMSUB"
     } else {
         "NUMSUB"
@@ -234,12 +234,9 @@ fn count_subscribers(reply: &Value) -> u64 {
 /// process, looks again.
 pub(super) fn wake_all(server: &Server, name: &str) -> Result<()> {
     let channel = names::prefixed(RW_CHANNEL_PREFIX, name);
-    let _: i64 = server.run(|conn| {
-        redis::cmd(server.publish_command())
-            .arg(&channel)
-            .arg("1")
-            .query(conn)
-    })?;
+    for command in server.publish_commands() {
+        let _: i64 = server.run(|conn| redis::cmd(command).arg(&channel).arg("1").query(conn))?;
+    }
     Ok(())
 }
 

@@ -52,6 +52,10 @@ pub(super) struct Shared {
     /// sentinels (`sentinel_watch.rs`); empty otherwise.
     #[cfg(feature = "sentinel")]
     pub(super) sentinel_watch: Writer,
+    /// The connection that hears classic releases on a cluster that
+    /// listens sharded (`classic_watch.rs`); unused otherwise.
+    #[cfg(feature = "cluster")]
+    pub(super) classic_watch: Link,
 }
 
 /// See the module table.

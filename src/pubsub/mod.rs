@@ -15,6 +15,8 @@
 //! owns a waited channel.
 
 mod channel;
+#[cfg(feature = "cluster")]
+mod classic_watch;
 mod handover;
 mod links;
 mod locks;
@@ -65,6 +67,11 @@ impl PubSub {
             counters,
             #[cfg(feature = "sentinel")]
             sentinel_watch: Default::default(),
+            #[cfg(feature = "cluster")]
+            classic_watch: subscriber::Link {
+                id: Arc::from("classic-watch"),
+                writer: Default::default(),
+            },
         });
         router::start(&shared).map_err(|source| crate::error::Error::Connect {
             url: target,
@@ -75,6 +82,12 @@ impl PubSub {
         #[cfg(feature = "sentinel")]
         if let Err(e) = sentinel_watch::start(&shared) {
             log::warn!("redhold: cannot start the sentinel watch thread: {e}");
+        }
+        // Without it the client still works; classic releases then reach
+        // its waiters only through the lock's TTL.
+        #[cfg(feature = "cluster")]
+        if let Err(e) = classic_watch::start(&shared) {
+            log::warn!("redhold: cannot start the classic pub/sub watch thread: {e}");
         }
         Ok(PubSub { shared })
     }
@@ -184,6 +197,8 @@ impl PubSub {
         self.shared.router.close_all();
         #[cfg(feature = "sentinel")]
         self.shared.sentinel_watch.detach();
+        #[cfg(feature = "cluster")]
+        self.shared.classic_watch.writer.detach();
         self.shared.threads.unpark_all();
     }
 }

@@ -119,6 +119,17 @@ fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
             return Event::Quiet;
         }
     };
+    // A pattern's message names its pattern first: `pmessage PATTERN
+    // CHANNEL PAYLOAD` (classic_watch.rs); treated as `message CHANNEL
+    // PAYLOAD`.
+    let items = match items.first() {
+        Some(Frame::Bulk(Some(kind))) if kind.as_slice() == b"pmessage" => {
+            let mut items = items;
+            items.remove(1);
+            items
+        }
+        _ => items,
+    };
     let (Some(Frame::Bulk(Some(kind))), Some(Frame::Bulk(Some(channel)))) =
         (items.first(), items.get(1))
     else {
@@ -129,7 +140,7 @@ fn dispatch(registry: &Registry, link: &Link, frame: Frame) -> Event {
         return Event::Quiet;
     };
     match kind.as_slice() {
-        b"message" | b"smessage" => {
+        b"message" | b"smessage" | b"pmessage" => {
             match items.get(2) {
                 // A semaphore's message is the number of permits now
                 // available, a latch's "0" (open) or "1" (a new count):

@@ -13,6 +13,7 @@ use super::opener::Opener;
 #[cfg(feature = "sentinel")]
 use super::sentinel::{Limits, Sentinels};
 use super::stream::TlsConnector;
+use super::url_problem::{url_problem, CRATE_SAYS};
 use crate::config::{Config, Deployment};
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
@@ -120,10 +121,16 @@ impl Conn {
 }
 
 fn invalid_url(url: &str, e: impl std::fmt::Display) -> Error {
+    // The redis crate says only that the URL did not parse: say which part.
+    let said = e.to_string();
+    let reason = match url_problem(url) {
+        Some(part) if said.contains(CRATE_SAYS) => part,
+        _ => said,
+    };
     Error::InvalidUrl {
         url: redact_url(url),
         reason: format!(
-            "{e}; expected redis://[user:password@]host[:port][/db], rediss://… or redis+unix:///path"
+            "{reason}; expected redis://[user:password@]host[:port][/db], rediss://… or redis+unix:///path"
         ),
     }
 }

@@ -32,6 +32,7 @@ mod stream;
 mod tls;
 #[cfg(feature = "cluster")]
 pub(crate) mod topology;
+mod url_problem;
 mod wire;
 
 use std::cell::Cell;
@@ -45,7 +46,6 @@ use redis::{ConnectionInfo, ConnectionLike, RedisResult};
 use crate::config::Config;
 use crate::error::{Error, Result};
 pub(crate) use late::{LateRequests, Trailing};
-pub(crate) use opener::NOT_RESP;
 use pool::Pool;
 use pubsub_mode::choose_pubsub_mode;
 pub(crate) use pubsub_mode::PubSubMode;
@@ -80,6 +80,8 @@ impl Drop for GivingBack {
 pub(crate) struct Server {
     pool: Pool,
     pubsub_mode: PubSubMode,
+    /// What [`publish_command`](Self::publish_command) answers.
+    publish: &'static str,
     /// The trusted roots for `rediss://` pub/sub sockets, prepared once; the
     /// command connections get the same roots through the redis crate.
     tls: Arc<TlsConnector>,
@@ -96,11 +98,12 @@ impl Server {
     /// (and, on a cluster, chooses between sharded and classic pub/sub).
     pub(crate) fn open(config: &Config) -> Result<Server> {
         let pool = Pool::open(config)?;
-        let pubsub_mode = choose_pubsub_mode(&pool, config)?;
-        log::debug!("redhold: pub/sub is {pubsub_mode:?}");
+        let (pubsub_mode, publish) = choose_pubsub_mode(&pool, config)?;
+        log::debug!("redhold: pub/sub is {pubsub_mode:?}, releases announced with {publish}");
         Ok(Server {
             pool,
             pubsub_mode,
+            publish,
             tls: Arc::new(TlsConnector::new(config.tls_root_cert.clone())),
             closed: AtomicBool::new(false),
             pid: std::process::id(),
@@ -187,8 +190,9 @@ impl Server {
     }
 
     /// Ends `request`'s call with `undo` behind its late attempts (see
-    /// [`Request::undo`]), also while the client shuts down.
-    pub(crate) fn undo_request(&self, request: &mut Request, undo: &redis::Cmd) -> Result<()> {
+    /// [`Request::undo`]: whether a reply confirmed it), also while the
+    /// client shuts down.
+    pub(crate) fn undo_request(&self, request: &mut Request, undo: &redis::Cmd) -> Result<bool> {
         self.check_process()?;
         request.undo(&self.pool, undo)
     }
@@ -279,12 +283,22 @@ impl Server {
         self.pubsub_mode
     }
 
-    /// The command a release announces itself with.
+    /// The command a release announces itself with, an argument of every
+    /// script that publishes: `publish`, `spublish`, or
+    /// [`PUBLISH_BOTH`](crate::scripts::PUBLISH_BOTH) on a cluster that
+    /// serves sharded pub/sub and whose fleet may mix both ways of listening
+    /// (see `ClientBuilder::publish_both_ways`).
     pub(crate) fn publish_command(&self) -> &'static str {
-        match self.pubsub_mode {
-            PubSubMode::Classic => "publish",
-            #[cfg(feature = "cluster")]
-            PubSubMode::Sharded => "spublish",
+        self.publish
+    }
+
+    /// The commands [`publish_command`](Self::publish_command) stands for,
+    /// for a publish sent outside a script.
+    pub(crate) fn publish_commands(&self) -> &'static [&'static str] {
+        match self.publish {
+            crate::scripts::PUBLISH_BOTH => &["publish", "spublish"],
+            "spublish" => &["spublish"],
+            _ => &["publish"],
         }
     }
 

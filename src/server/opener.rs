@@ -18,10 +18,7 @@ use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisResult};
 
 use super::connection::Connection;
 use super::stream::{time_left, Stream, TlsConnector};
-
-/// What the error of a peer that answers something else than RESP says;
-/// `Error::is_connection_error` looks for it.
-pub(crate) const NOT_RESP: &str = "does not speak the Redis protocol";
+use crate::error::NOT_RESP;
 
 /// How long a peer that answered something else than RESP gets to answer
 /// again, for the error, when the connect timeout is too long to represent.

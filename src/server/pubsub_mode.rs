@@ -21,8 +21,15 @@ pub(crate) enum PubSubMode {
     Sharded,
 }
 
-/// Chooses the pub/sub mode once, when the client starts.
-pub(super) fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubMode> {
+/// Chosen once, when the client starts: how the client listens, and the
+/// command its releases publish with (see `Server::publish_command`): on a
+/// cluster, sharded when the builder says so or, by default, when every
+/// master serves it; and both ways when the masters serve sharded pub/sub
+/// and the builder did not turn `publish_both_ways` off.
+pub(super) fn choose_pubsub_mode(
+    pool: &Pool,
+    config: &Config,
+) -> Result<(PubSubMode, &'static str)> {
     #[cfg(feature = "cluster")]
     if pool.backend().is_cluster() {
         let seed = pool
@@ -32,10 +39,24 @@ pub(super) fn choose_pubsub_mode(pool: &Pool, config: &Config) -> Result<PubSubM
                 url: config.target(),
                 source,
             })?;
-        if topology::sharded_pubsub(pool, &seed, config)? {
-            return Ok(PubSubMode::Sharded);
-        }
+        // The masters are asked only when the answer changes something.
+        let serves_sharded = match (config.sharded_pubsub, config.publish_both_ways) {
+            (Some(false), false) => false,
+            (Some(true), false) => true,
+            _ => topology::serves_sharded_pubsub(pool, &seed, config)?,
+        };
+        let mode = if config.sharded_pubsub.unwrap_or(serves_sharded) {
+            PubSubMode::Sharded
+        } else {
+            PubSubMode::Classic
+        };
+        let publish = match mode {
+            _ if serves_sharded && config.publish_both_ways => crate::scripts::PUBLISH_BOTH,
+            PubSubMode::Sharded => "spublish",
+            PubSubMode::Classic => "publish",
+        };
+        return Ok((mode, publish));
     }
     let _ = (pool, config);
-    Ok(PubSubMode::Classic)
+    Ok((PubSubMode::Classic, "publish"))
 }

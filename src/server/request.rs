@@ -233,9 +233,14 @@ impl Request {
     /// nothing) right behind the last unanswered attempt when its
     /// connection is still open, else on a connection of its own. Nothing
     /// to do when every attempt was answered and kept.
-    pub(crate) fn undo(&mut self, pool: &Pool, undo: &redis::Cmd) -> Result<()> {
+    ///
+    /// `Ok(true)` when a reply confirmed the undo ran (or nothing needed
+    /// undoing), `Ok(false)` when it was only written behind late attempts:
+    /// a connection cut since may have lost it, so the caller sends it
+    /// again later too (harmless: the first to run closes the latch).
+    pub(crate) fn undo(&mut self, pool: &Pool, undo: &redis::Cmd) -> Result<bool> {
         if !self.unsure() {
-            return Ok(());
+            return Ok(true);
         }
         let keep_until = self
             .alive_until
@@ -246,18 +251,19 @@ impl Request {
         }
         let late = self.late.take();
         if late.is_empty() {
-            return pool.run(|conn| undo.query::<redis::Value>(conn).map(drop));
+            return pool
+                .run(|conn| undo.query::<redis::Value>(conn))
+                .map(|_| true);
         }
         // Behind every late attempt: each runs after its own, whenever the
         // server gets to it; the first to run gives back and closes the
         // latch, the others find it closed.
         let packed = undo.get_packed_command();
-        let mut outcome = Ok(());
         for conn in late {
-            let followed = pool.follow(conn, &packed, keep_until);
-            outcome = outcome.and(followed);
+            // A connection that cannot take it is as good as cut.
+            let _ = pool.follow(conn, &packed, keep_until);
         }
-        outcome
+        Ok(false)
     }
 }
 

@@ -127,7 +127,7 @@ fn explain(e: io::Error, info: &ConnectionInfo, response_timeout: Duration) -> i
         ),
         io::ErrorKind::InvalidData => io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("the server at {addr} {} ({e})", super::NOT_RESP),
+            format!("the server at {addr} {} ({e})", crate::error::NOT_RESP),
         ),
         _ => e,
     }

@@ -81,14 +81,14 @@ impl SlotMap {
     }
 }
 
-/// Whether a cluster's releases go by sharded pub/sub: the builder's
-/// choice when it made one, else sharded exactly when every master runs
-/// Redis 7 or later, as Redisson decides. A master that cannot be asked
-/// counts as too old.
-pub(crate) fn sharded_pubsub(pool: &Pool, seed: &ConnectionInfo, config: &Config) -> Result<bool> {
-    if let Some(choice) = config.sharded_pubsub {
-        return Ok(choice);
-    }
+/// Whether every master of a cluster runs Redis 7 or later, and so serves
+/// sharded pub/sub (`SSUBSCRIBE`/`SPUBLISH`), as Redisson decides. A master
+/// that cannot be asked counts as too old.
+pub(crate) fn serves_sharded_pubsub(
+    pool: &Pool,
+    seed: &ConnectionInfo,
+    config: &Config,
+) -> Result<bool> {
     let masters = SlotMap::load(pool)?.masters();
     Ok(masters.iter().all(|node| {
         major_version(node_at(seed, node), config).is_some_and(|v| v >= SHARDED_SINCE_MAJOR)

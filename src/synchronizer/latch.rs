@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::wait::{Look, WaitOn};
-use super::{read_count, wrong_kind};
+use super::{delete_count, read_count, wrong_kind};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
@@ -190,25 +190,7 @@ impl CountDownLatch {
     /// [`Error::WrongKind`]; Redis errors.
     pub fn delete(&self) -> Result<bool> {
         self.check_name()?;
-        let server = self.client.engine().server();
-        let (latch, latch_ttl) =
-            server.unlock_latch(&self.name, &self.client.engine().next_request_id());
-        let deleted: i64 = server
-            .run_write(
-                &self.name,
-                |conn| {
-                    scripts::LATCH_DELETE
-                        .key(&*self.name)
-                        .key(&*self.channel)
-                        .key(&latch)
-                        .arg(server.publish_command())
-                        .arg(latch_ttl)
-                        .invoke(conn)
-                },
-                |deleted: &i64| *deleted == 1,
-            )
-            .map_err(|e| wrong_kind(&self.name, LATCH, e))?;
-        Ok(deleted == 1)
+        delete_count(&self.client, &self.name, &self.channel, LATCH)
     }
 
     /// The waits' one path: true once the count is zero.

@@ -138,16 +138,51 @@ fn set_permits(
         .map_err(|e| wrong_kind(name, kind, e))
 }
 
+/// Deletes the count under `name` (a latch's or a semaphore's, `kind` for
+/// errors) whatever it is, and publishes `"1"` on `channel`, as Redisson's
+/// latch does: waiters look once more. Latched, so that a retry after a
+/// lost reply says what the first attempt did.
+fn delete_count(client: &Client, name: &str, channel: &str, kind: &'static str) -> Result<bool> {
+    let server = client.engine().server();
+    let (latch, latch_ttl) = server.unlock_latch(name, &client.engine().next_request_id());
+    let deleted: i64 = server
+        .run_write(
+            name,
+            |conn| {
+                scripts::LATCH_DELETE
+                    .key(name)
+                    .key(channel)
+                    .key(&latch)
+                    .arg(server.publish_command())
+                    .arg(latch_ttl)
+                    .invoke(conn)
+            },
+            |deleted: &i64| *deleted == 1,
+        )
+        .map_err(|e| wrong_kind(name, kind, e))?;
+    Ok(deleted == 1)
+}
+
 /// Ends an acquire call on `name` that returns without what its requests
 /// may have taken: `undo` (a give-back that reads the call's latch and
 /// closes it) right behind its late attempts, or on a connection of its
-/// own; when Redis is away for that, the client's release worker sends it
-/// again until it runs or the latch may be gone. Best effort beyond that,
-/// with a warning.
+/// own; when Redis is away for that, or when it was only written behind
+/// late attempts (a cut connection may have lost it), the client's
+/// release worker sends it again until it runs or the latch may be gone.
+/// Best effort beyond that, with a warning.
 fn end_call(engine: &Engine, name: &Arc<str>, request: &mut Request, undo: redis::Cmd) {
     let server = engine.server();
     let error = match server.undo_request(request, &undo) {
-        Ok(()) => return,
+        Ok(true) => return,
+        // Written behind the late attempts only: sent again from the
+        // worker as well, in case a cut connection lost it.
+        Ok(false) => {
+            if let Some(until) = request.latch_alive_until() {
+                // Best effort on top of the one behind the late attempts.
+                let _ = engine.give_back_later(name, until, undo);
+            }
+            return;
+        }
         Err(Error::Redis(e)) if is_transient(&e) => {
             let until = request.latch_alive_until();
             if until.is_some_and(|until| engine.give_back_later(name, until, undo)) {

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{check_permits, permit_count, read_count, set_permits, wrong_kind};
+use super::{check_permits, delete_count, permit_count, read_count, set_permits, wrong_kind};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::names;
@@ -167,6 +167,23 @@ impl Semaphore {
         self.check_name()?;
         self.client.engine().server().check_open()?;
         self.give(permits)
+    }
+
+    /// Deletes the semaphore with its permits, whoever holds them; whether
+    /// there was one (Redisson's `RSemaphore.delete`). Permits taken before
+    /// are still given back on release, which creates the semaphore again
+    /// with those permits, as in Redisson. Waiters are told on the channel,
+    /// look once, find no permits and keep waiting, as Java's do.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongKind`] when the name holds a lock or another value
+    /// (nothing is deleted); Redis errors.
+    pub fn delete(&self) -> Result<bool> {
+        self.check_name()?;
+        // The latch's script fits a semaphore as it is: both are a count
+        // under the name, checked for kind and deleted in one step.
+        delete_count(&self.client, &self.name, &self.channel, SEMAPHORE)
     }
 
     /// Releases `permits` (checked) permits, also after shutdown began

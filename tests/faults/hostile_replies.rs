@@ -187,6 +187,12 @@ fn a_huge_frame_on_pubsub_drops_the_connection_and_wake_ups_still_arrive() {
 #[cfg(all(feature = "cluster", feature = "tls"))]
 #[test]
 fn a_trickled_reply_from_a_tls_cluster_node_times_out_on_the_whole_reply() {
+    // The proxy first, so that the node announces the proxy's port from
+    // its start: Redis 6.2 does not apply a cluster-announce-port set at
+    // run time to the node's own entry, and the client would then reach
+    // the node past the proxy.
+    let proxy = FaultProxy::start_raw(0);
+    let port = proxy.port().to_string();
     let node = crate::support::tls::TlsServer::start_with_args(&[
         "--cluster-enabled",
         "yes",
@@ -195,11 +201,11 @@ fn a_trickled_reply_from_a_tls_cluster_node_times_out_on_the_whole_reply() {
         "nodes.conf",
         "--tls-cluster",
         "yes",
+        // With tls-cluster, this is the TLS port (every version since 6.2).
+        "--cluster-announce-port",
+        &port,
     ]);
-    let proxy = FaultProxy::start_raw(node.port());
-    let port = proxy.port().to_string();
-    // With tls-cluster, this is the TLS port (every version since 6.2).
-    node.cmd(&["CONFIG", "SET", "cluster-announce-port", &port]);
+    proxy.set_upstream(node.port());
     let slots: Vec<String> = (0..16384).map(|slot| slot.to_string()).collect();
     let mut add_slots = vec!["CLUSTER", "ADDSLOTS"];
     add_slots.extend(slots.iter().map(String::as_str));
@@ -224,6 +230,13 @@ fn a_trickled_reply_from_a_tls_cluster_node_times_out_on_the_whole_reply() {
         .unwrap_or_else(|e| panic!("cluster client over TLS: {}", e.report()));
     let guard = client.lock("through-the-proxy").lock().expect("lock");
     guard.unlock().expect("unlock");
+    // The node names the proxy as the slots' owner, so the client's
+    // connections go through it.
+    let slots = node.cmd(&["CLUSTER", "SLOTS"]);
+    assert!(
+        slots.lines().any(|line| line.trim() == port),
+        "CLUSTER SLOTS names the node, not the proxy on {port}: {slots}"
+    );
 
     proxy.trickle_all_replies(Some(Duration::from_millis(400)));
     let lock = client.lock("trickled");

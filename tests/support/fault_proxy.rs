@@ -37,7 +37,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -225,7 +225,8 @@ impl Armed {
 /// What the proxy's threads share.
 #[derive(Debug)]
 struct Shared {
-    upstream: SocketAddr,
+    /// The server's port on 127.0.0.1 (see [`FaultProxy::set_upstream`]).
+    upstream_port: AtomicU16,
     stop: AtomicBool,
     next_id: AtomicU64,
     rules: Mutex<Vec<(u64, Rule)>>,
@@ -339,6 +340,16 @@ impl FaultProxy {
         *self.shared.trickle_all.lock() = pause;
     }
 
+    /// Points the proxy at another server port, for connections accepted
+    /// from now on: a server that must know the proxy's port when it
+    /// starts (a cluster node announcing it) starts after the proxy.
+    #[allow(dead_code)] // tests/faults only
+    pub(crate) fn set_upstream(&self, upstream_port: u16) {
+        self.shared
+            .upstream_port
+            .store(upstream_port, Ordering::Relaxed);
+    }
+
     /// The port the proxy listens on.
     #[allow(dead_code)] // tests/faults only: the checker speaks plain RESP
     pub(crate) fn port(&self) -> u16 {
@@ -352,7 +363,7 @@ impl FaultProxy {
             .expect("make the fault proxy's listener non-blocking");
         let port = listener.local_addr().expect("the proxy's address").port();
         let shared = Arc::new(Shared {
-            upstream: SocketAddr::from(([127, 0, 0, 1], upstream_port)),
+            upstream_port: AtomicU16::new(upstream_port),
             stop: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             rules: Mutex::new(Vec::new()),
@@ -490,7 +501,8 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 /// Connects `client` to the server and starts its two pumps; closes it at
 /// once when the server cannot be reached.
 fn serve(client: TcpStream, shared: &Arc<Shared>) {
-    let Ok(server) = TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT) else {
+    let upstream = SocketAddr::from(([127, 0, 0, 1], shared.upstream_port.load(Ordering::Relaxed)));
+    let Ok(server) = TcpStream::connect_timeout(&upstream, UPSTREAM_CONNECT) else {
         let _ = client.shutdown(Shutdown::Both);
         return;
     };
@@ -809,7 +821,7 @@ mod tests {
     #[test]
     fn an_nth_rule_fires_on_the_nth_matching_request_only() {
         let shared = Shared {
-            upstream: "127.0.0.1:1".parse().unwrap(),
+            upstream_port: AtomicU16::new(1),
             stop: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
             rules: Mutex::new(vec![(

@@ -23,6 +23,8 @@ type Routes = Arc<Mutex<HashMap<u64, Sender<Outcome>>>>;
 pub enum Target<'a> {
     Single(&'a str),
     Cluster(&'a [String]),
+    /// The sentinels, and the name they know the master by.
+    Sentinel(&'a str, &'a str),
 }
 
 /// A running Java driver; dropping it kills the JVM.
@@ -33,6 +35,8 @@ pub struct JavaDriver {
     next_id: AtomicU64,
     /// Redisson's client id, the first half of its holder fields.
     pub id: String,
+    /// Whether this Redisson release has `RFencedLock` (3.19 and later).
+    pub fenced: bool,
     log: PathBuf,
 }
 
@@ -63,6 +67,7 @@ impl JavaDriver {
         match target {
             Target::Single(url) => command.args(["--single", url]),
             Target::Cluster(urls) => command.args(["--cluster", &urls.join(",")]),
+            Target::Sentinel(url, master) => command.args(["--sentinel", url, "--master", master]),
         };
         command.args(["--watchdog", &watchdog.as_millis().to_string()]);
         let mut child = command
@@ -96,8 +101,10 @@ impl JavaDriver {
             .map_err(|e| format!("spawn a thread: {e}"))?;
         let first = ready_rx.recv_timeout(START_TIMEOUT).ok().flatten();
         let driver_log = || std::fs::read_to_string(&log).unwrap_or_default();
-        let id = match first.as_deref().and_then(|l| l.strip_prefix("ready ")) {
-            Some(id) => id.to_owned(),
+        // `ready ID fenced=true|false`
+        let ready = first.as_deref().and_then(|l| l.strip_prefix("ready "));
+        let (id, fenced) = match ready.and_then(|r| r.split_once(" fenced=")) {
+            Some((id, fenced)) => (id.to_owned(), fenced == "true"),
             None => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -113,6 +120,7 @@ impl JavaDriver {
             routes,
             next_id: AtomicU64::new(1),
             id,
+            fenced,
             log,
         })
     }

@@ -1,5 +1,6 @@
-//! `redis-server` processes for the suite: one server, or a cluster of three
-//! masters, on free ports in temp dirs, killed by pid when dropped.
+//! `redis-server` processes for the suite: one server, a cluster of three
+//! masters, or a master and one sentinel watching it, on free ports in
+//! temp dirs, killed by pid when dropped.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -13,6 +14,9 @@ mod server_command;
 
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
+/// The name the sentinel of [`Server::start_sentinel`] knows its master by.
+pub const SENTINEL_MASTER: &str = "compat-master";
+
 /// One `redis-server`.
 pub struct Server {
     pub port: u16,
@@ -23,10 +27,15 @@ pub struct Server {
 impl Server {
     /// Starts a server with `extra` arguments and waits until it answers PING.
     pub fn start(extra: &[&str]) -> Result<Server, String> {
+        Server::start_with(None, extra)
+    }
+
+    /// [`Server::start`], with a config file of `config` first when given.
+    fn start_with(config: Option<&str>, extra: &[&str]) -> Result<Server, String> {
         let mut last = String::new();
         // Another process may take the port between our probe and the bind.
         for _ in 0..5 {
-            match Server::try_start(extra) {
+            match Server::try_start(config, extra) {
                 Ok(server) => return Ok(server),
                 Err(e) => last = e,
             }
@@ -34,7 +43,18 @@ impl Server {
         Err(last)
     }
 
-    fn try_start(extra: &[&str]) -> Result<Server, String> {
+    /// Starts a sentinel that watches the master on `master_port` under
+    /// the name [`SENTINEL_MASTER`] (a sentinel needs a config file it can
+    /// write: it gets one in its temp dir).
+    pub fn start_sentinel(master_port: u16) -> Result<Server, String> {
+        let config = format!(
+            "sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {master_port} 1\n\
+             sentinel down-after-milliseconds {SENTINEL_MASTER} 5000\n"
+        );
+        Server::start_with(Some(&config), &["--sentinel"])
+    }
+
+    fn try_start(config: Option<&str>, extra: &[&str]) -> Result<Server, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free port: {e}"))?
@@ -47,7 +67,13 @@ impl Server {
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
         let log = dir.join("log");
         // Dies with the runner, even when the suite is killed mid-run.
-        let child = server_command::redis_server_command()
+        let mut command = server_command::redis_server_command();
+        if let Some(config) = config {
+            let file = dir.join("redis.conf");
+            std::fs::write(&file, config).map_err(|e| format!("write {}: {e}", file.display()))?;
+            command.arg(file);
+        }
+        let child = command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")

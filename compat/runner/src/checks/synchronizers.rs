@@ -172,8 +172,8 @@ fn latch_layout(ctx: &Ctx<'_>, a: &dyn Side, b: &dyn Side, name: &str) -> Result
     Ok("one string key holding the count, deleted at zero by either side".into())
 }
 
-/// Waits until someone listens on `channel` (with sharded pub/sub only, on
-/// a cluster) and the waiter behind `pending` has had time to park.
+/// Waits until someone listens on `channel` (on a cluster, only the way
+/// [`Ctx::sharded`] says) and the waiter behind `pending` has had time to park.
 pub fn wait_listening(ctx: &Ctx<'_>, channel: &str, pending: &mut Pending) -> Result<(), String> {
     let deadline = Instant::now() + T;
     let (classic, sharded) = loop {
@@ -193,13 +193,7 @@ pub fn wait_listening(ctx: &Ctx<'_>, channel: &str, pending: &mut Pending) -> Re
     if pending.is_done() {
         return Err("the waiter went on before anything was released".into());
     }
-    if ctx.redis.is_cluster() && (sharded == 0 || classic != 0) {
-        return Err(format!(
-            "on the cluster waiters listen with SSUBSCRIBE only; {channel} has {classic} \
-             classic and {sharded} sharded subscribers"
-        ));
-    }
-    Ok(())
+    ctx.listens_as_expected(channel, (classic, sharded))
 }
 
 fn semaphore_wake(

@@ -51,7 +51,7 @@ pub fn wake(
     }
     let took = woken_in_time(release.start_us, got.end_us)?;
     let via = if ctx.redis.is_cluster() {
-        format!(" (waiter on SSUBSCRIBE: {sharded} sharded, {classic} classic subscribers)")
+        format!(" (waiter listening: {sharded} sharded, {classic} classic subscribers)")
     } else {
         String::new()
     };
@@ -89,6 +89,56 @@ pub fn run(ctx: &Ctx<'_>, report: &mut Report) {
                 wake(ctx, holder, waiter, held, wanted, &name, Release::Unlock)
             });
         }
+    }
+}
+
+/// On a cluster: a redhold client that listens the other way than this
+/// Redisson (`other`: sharded beside a Redisson that listens classically,
+/// classic beside one that listens sharded) still wakes Redisson's parked
+/// waiters, because it publishes both ways (`publish_both_ways`, on by
+/// default): in a fleet in the middle of an upgrade no redhold release is
+/// lost. Beside a classic Redisson, `other` is also told
+/// `hear_classic_releases`, and Redisson's releases must wake it too.
+pub fn run_other_way(ctx: &Ctx<'_>, other: &dyn Side, report: &mut Report) {
+    let listens = if ctx.sharded { "classic" } else { "sharded" };
+    let cases: [(&str, Kind, Kind); 3] = [
+        ("plain", Kind::Plain, Kind::Plain),
+        ("fair", Kind::Fair, Kind::Fair),
+        ("write->read", Kind::Write, Kind::Read),
+    ];
+    for (label, held, wanted) in cases {
+        let title = format!(
+            "{} mixed fleet wake {label}: unlock by a redhold client listening {listens} wakes a parked java waiter",
+            ctx.topo
+        );
+        let name = ctx.name(&format!("mixed-{label}"));
+        report.check(title, || {
+            wake(ctx, other, ctx.java, held, wanted, &name, Release::Unlock)
+        });
+        if ctx.sharded {
+            continue;
+        }
+        // The waiter is `other`, which listens sharded.
+        let sharded = Ctx {
+            sharded: true,
+            ..*ctx
+        };
+        let title = format!(
+            "{} mixed fleet wake {label}: java unlock wakes a parked waiter of a redhold client listening sharded with hear_classic_releases",
+            ctx.topo
+        );
+        let name = ctx.name(&format!("mixed-hear-{label}"));
+        report.check(title, || {
+            wake(
+                &sharded,
+                ctx.java,
+                other,
+                held,
+                wanted,
+                &name,
+                Release::Unlock,
+            )
+        });
     }
 }
 

@@ -4,6 +4,8 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -18,7 +20,6 @@ import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
 import org.redisson.api.RAtomicLong;
-import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
@@ -28,9 +29,10 @@ import org.redisson.config.Config;
 /**
  * Drives the real Redisson client for redhold's compat suite.
  *
- * <p>Usage: {@code java -jar redhold-compat-driver.jar (--single URL | --cluster URL,URL,...)
- * --watchdog MS}. Prints {@code ready <redisson-id>} once connected, then reads one command
- * a line on stdin:
+ * <p>Usage: {@code java -jar redhold-compat-driver.jar (--single URL | --cluster URL,URL,...
+ * | --sentinel URL,... --master NAME) --watchdog MS}. Prints
+ * {@code ready <redisson-id> fenced=true|false} once connected (whether this Redisson release
+ * has {@code RFencedLock}: 3.19 and later), then reads one command a line on stdin:
  *
  * <pre>
  *   ID SLOT OP ARGS...        ID ok START_US END_US [DATA...]   or   ID err MESSAGE
@@ -41,6 +43,10 @@ import org.redisson.config.Config;
  * and is answered once acquired. Reentrancy is per slot thread, as in real use. START_US and
  * END_US are the wall-clock times (microseconds since the epoch) just before and just after
  * the Redisson call, so the other side can time a wake-up from the moment the unlock began.
+ *
+ * <p>One source builds against every Redisson release the suite runs (3.17 and later, see
+ * pom.xml): what older releases lack is reached by reflection, and a command that needs it
+ * answers {@code err NotInThisVersion: ...}.
  *
  * <p>Kinds: {@code plain} (RLock), {@code fair} (RFairLock), {@code read} and {@code write}
  * (RReadWriteLock), {@code fenced} (RFencedLock), {@code multi} (RedissonMultiLock over the
@@ -96,17 +102,22 @@ public final class Driver {
     public static void main(String[] args) throws IOException {
         String single = null;
         String cluster = null;
+        String sentinel = null;
+        String master = null;
         long watchdog = 30_000;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--single" -> single = args[i + 1];
                 case "--cluster" -> cluster = args[i + 1];
+                case "--sentinel" -> sentinel = args[i + 1];
+                case "--master" -> master = args[i + 1];
                 case "--watchdog" -> watchdog = Long.parseLong(args[i + 1]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
-        if ((single == null) == (cluster == null)) {
-            throw new IllegalArgumentException("give exactly one of --single URL, --cluster URL,URL,...");
+        if ((single != null ? 1 : 0) + (cluster != null ? 1 : 0) + (sentinel != null ? 1 : 0) != 1) {
+            throw new IllegalArgumentException(
+                    "give exactly one of --single URL, --cluster URL,URL,..., --sentinel URL,...");
         }
         Config config = new Config();
         config.setLockWatchdogTimeout(watchdog);
@@ -117,6 +128,18 @@ public final class Driver {
             config.useSingleServer()
                     .setAddress(single)
                     .setConnectionMinimumIdleSize(4)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+        } else if (sentinel != null) {
+            // One sentinel and no replica: Redisson's check for at least two
+            // sentinels is off, and it reads and subscribes on the master (its
+            // defaults would pick a replica, and fall back to the master).
+            config.useSentinelServers()
+                    .addSentinelAddress(sentinel.split(","))
+                    .setMasterName(master)
+                    .setCheckSentinelsList(false)
+                    .setReadMode(org.redisson.config.ReadMode.MASTER)
+                    .setSubscriptionMode(org.redisson.config.SubscriptionMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(4)
                     .setSubscriptionConnectionMinimumIdleSize(1);
         } else {
             // Everything else, the sharded subscription mode (AUTO) included, stays
@@ -129,7 +152,7 @@ public final class Driver {
         RedissonClient redisson = Redisson.create(config);
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         Driver driver = new Driver(redisson, out);
-        driver.reply("ready " + redisson.getId());
+        driver.reply("ready " + redisson.getId() + " fenced=" + (FENCED != null));
         driver.loop(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));
     }
 
@@ -192,7 +215,7 @@ public final class Driver {
             case "field":
                 return redisson.getId() + ":" + Thread.currentThread().getId();
             case "token":
-                return String.valueOf(redisson.getFencedLock(c[1]).getToken());
+                return String.valueOf(fenced(c[1], "getToken", new Class<?>[0]));
             case "section":
                 section(c[1], c[2], c[3], c[4], Long.parseLong(c[5]));
                 return "";
@@ -212,10 +235,11 @@ public final class Driver {
         switch (c[0]) {
             case "lock": {
                 long lease = lease(c, 3);
-                if (lock instanceof RFencedLock fenced) {
-                    Long token = lease > 0
-                            ? fenced.lockAndGetToken(lease, TimeUnit.MILLISECONDS)
-                            : fenced.lockAndGetToken();
+                if (kind.equals("fenced")) {
+                    Object token = lease > 0
+                            ? fenced(c[2], "lockAndGetToken", new Class<?>[] {long.class, TimeUnit.class},
+                                    lease, TimeUnit.MILLISECONDS)
+                            : fenced(c[2], "lockAndGetToken", new Class<?>[0]);
                     return String.valueOf(token);
                 }
                 if (lease > 0) {
@@ -228,8 +252,10 @@ public final class Driver {
             case "try-lock": {
                 long wait = Long.parseLong(c[3]);
                 long lease = lease(c, 4);
-                if (lock instanceof RFencedLock fenced) {
-                    Long token = fenced.tryLockAndGetToken(wait, lease, TimeUnit.MILLISECONDS);
+                if (kind.equals("fenced")) {
+                    Long token = (Long) fenced(c[2], "tryLockAndGetToken",
+                            new Class<?>[] {long.class, long.class, TimeUnit.class},
+                            wait, lease, TimeUnit.MILLISECONDS);
                     return token == null || token < 0 ? "false" : "true " + token;
                 }
                 return String.valueOf(lock.tryLock(wait, lease, TimeUnit.MILLISECONDS));
@@ -315,13 +341,76 @@ public final class Driver {
         return violations + " " + n + " " + most;
     }
 
+    /** {@code RFencedLock}, or null in a release that has none (before 3.19). */
+    private static final Class<?> FENCED = classOrNull("org.redisson.api.RFencedLock");
+
+    private static Class<?> classOrNull(String name) {
+        try {
+            return Class.forName(name);
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+    }
+
+    /** What a command that needs something this Redisson release lacks throws. */
+    static final class NotInThisVersion extends RuntimeException {
+        NotInThisVersion(String what) {
+            super(what + " is not in this Redisson version");
+        }
+    }
+
+    /** {@code redisson.getFencedLock(name)}, through reflection (see the class comment). */
+    private Object fencedLock(String name) {
+        if (FENCED == null) {
+            throw new NotInThisVersion("RFencedLock");
+        }
+        return invoke(redisson, "getFencedLock", new Class<?>[] {String.class}, name);
+    }
+
+    /** Calls {@code method} on the fenced lock {@code name}. */
+    private Object fenced(String name, String method, Class<?>[] types, Object... args) {
+        return invoke(fencedLock(name), method, types, args);
+    }
+
+    /**
+     * Calls the public method {@code name(types)} on {@code target}, looked up on the public
+     * interfaces it implements first (an implementing class need not be public), unwrapping
+     * what the method throws.
+     */
+    private static Object invoke(Object target, String name, Class<?>[] types, Object... args) {
+        List<Class<?>> owners = new ArrayList<>();
+        for (Class<?> c = target.getClass(); c != null; c = c.getSuperclass()) {
+            owners.addAll(Arrays.asList(c.getInterfaces()));
+        }
+        owners.add(target.getClass());
+        for (Class<?> owner : owners) {
+            Method method;
+            try {
+                method = owner.getMethod(name, types);
+            } catch (NoSuchMethodException e) {
+                continue;
+            }
+            try {
+                return method.invoke(target, args);
+            } catch (InvocationTargetException e) {
+                if (e.getCause() instanceof RuntimeException r) {
+                    throw r;
+                }
+                throw new IllegalStateException(e.getCause());
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        throw new NotInThisVersion(target.getClass().getSimpleName() + "." + name);
+    }
+
     private RLock lock(String kind, String name) {
         return switch (kind) {
             case "plain" -> redisson.getLock(name);
             case "fair" -> redisson.getFairLock(name);
             case "read" -> redisson.getReadWriteLock(name).readLock();
             case "write" -> redisson.getReadWriteLock(name).writeLock();
-            case "fenced" -> redisson.getFencedLock(name);
+            case "fenced" -> (RLock) fencedLock(name);
             case "multi" -> {
                 List<RLock> locks = new ArrayList<>();
                 for (String part : name.split(",")) {
@@ -385,8 +474,8 @@ public final class Driver {
             Long token = null;
             long askedUs = micros();
             long asked = System.nanoTime();
-            if (lock instanceof RFencedLock fenced) {
-                token = fenced.lockAndGetToken();
+            if (kind.equals("fenced")) {
+                token = (Long) fenced(name, "lockAndGetToken", new Class<?>[0]);
             } else {
                 lock.lock();
             }
