@@ -116,7 +116,6 @@ fn permits_after_fault(
     (left.parse().unwrap(), held)
 }
 
-#[test]
 fn a_try_acquire_cut_off_by_a_partition_takes_nothing_it_does_not_return() {
     let (left, held) = permits_after("pa-try", |sem| {
         sem.try_acquire().map(|p| {
@@ -133,7 +132,6 @@ fn a_try_acquire_cut_off_by_a_partition_takes_nothing_it_does_not_return() {
     );
 }
 
-#[test]
 fn a_waiting_acquire_cut_off_by_a_partition_takes_only_what_it_returns() {
     let (left, held) = permits_after("pa-wait", |sem| {
         sem.try_acquire_for(Duration::from_secs(7)).map(|p| {
@@ -163,7 +161,6 @@ fn count(got: redhold::Result<Option<redhold::Permit>>) -> redhold::Result<u32> 
     })
 }
 
-#[test]
 fn an_interrupted_acquire_whose_request_runs_late_takes_nothing() {
     let (left, held) = permits_after_fault("late-int", &[Action::DelayRequest(HELD_BACK)], |sem| {
         let stop = redhold::Interrupt::new();
@@ -183,7 +180,6 @@ fn an_interrupted_acquire_whose_request_runs_late_takes_nothing() {
     );
 }
 
-#[test]
 fn a_short_wait_whose_request_runs_late_takes_nothing_it_does_not_return() {
     let (left, held) =
         permits_after_fault("late-wait", &[Action::DelayRequest(HELD_BACK)], |sem| {
@@ -196,7 +192,6 @@ fn a_short_wait_whose_request_runs_late_takes_nothing_it_does_not_return() {
     );
 }
 
-#[test]
 fn an_undo_lost_with_its_connection_does_not_leave_the_late_acquire_a_permit() {
     // The acquire is held back past the caller's wait; the next request
     // naming the semaphore (the undo written behind it) is lost with its
@@ -212,7 +207,6 @@ fn an_undo_lost_with_its_connection_does_not_leave_the_late_acquire_a_permit() {
     );
 }
 
-#[test]
 fn a_short_wait_whose_reply_is_late_when_a_partition_starts_takes_nothing_it_does_not_return() {
     // Seed 4518772334451188349 of the synchronizer checker, after the
     // fixes: the attempt ran and took the permit, its reply was held back,
@@ -260,7 +254,6 @@ fn a_short_wait_whose_reply_is_late_when_a_partition_starts_takes_nothing_it_doe
     );
 }
 
-#[test]
 fn a_short_wait_cut_off_by_a_partition_takes_nothing_it_does_not_return() {
     let (left, held) = permits_after("pa-short", |sem| {
         count(sem.try_acquire_for(Duration::from_millis(200)))
@@ -272,7 +265,6 @@ fn a_short_wait_cut_off_by_a_partition_takes_nothing_it_does_not_return() {
     );
 }
 
-#[test]
 fn a_short_wait_whose_late_reply_came_before_a_partition_takes_nothing_it_does_not_return() {
     // Seed 3885219389913309086, after the release worker carried
     // give-backs on (main at f858080): a `try_acquire_many_for(3, ≤300 ms)`
@@ -324,5 +316,40 @@ fn a_short_wait_whose_late_reply_came_before_a_partition_takes_nothing_it_does_n
         left + i64::from(held),
         3,
         "{left} permit(s) in Redis and {held} returned to the caller, of 3"
+    );
+}
+
+/// Every case above at once, each on its own server and proxy: they spend
+/// their time waiting out partitions and settle periods, which side by
+/// side cost the suite one case's time instead of the sum.
+#[test]
+fn no_late_semaphore_acquire_takes_what_its_call_does_not_return() {
+    let cases: [(&str, fn()); 8] = [
+        ("a_try_acquire_cut_off_by_a_partition_takes_nothing_it_does_not_return", a_try_acquire_cut_off_by_a_partition_takes_nothing_it_does_not_return as fn()),
+        ("a_waiting_acquire_cut_off_by_a_partition_takes_only_what_it_returns", a_waiting_acquire_cut_off_by_a_partition_takes_only_what_it_returns as fn()),
+        ("an_interrupted_acquire_whose_request_runs_late_takes_nothing", an_interrupted_acquire_whose_request_runs_late_takes_nothing as fn()),
+        ("a_short_wait_whose_request_runs_late_takes_nothing_it_does_not_return", a_short_wait_whose_request_runs_late_takes_nothing_it_does_not_return as fn()),
+        ("an_undo_lost_with_its_connection_does_not_leave_the_late_acquire_a_permit", an_undo_lost_with_its_connection_does_not_leave_the_late_acquire_a_permit as fn()),
+        ("a_short_wait_whose_reply_is_late_when_a_partition_starts_takes_nothing_it_does_not_return", a_short_wait_whose_reply_is_late_when_a_partition_starts_takes_nothing_it_does_not_return as fn()),
+        ("a_short_wait_cut_off_by_a_partition_takes_nothing_it_does_not_return", a_short_wait_cut_off_by_a_partition_takes_nothing_it_does_not_return as fn()),
+        ("a_short_wait_whose_late_reply_came_before_a_partition_takes_nothing_it_does_not_return", a_short_wait_whose_late_reply_came_before_a_partition_takes_nothing_it_does_not_return as fn()),
+    ];
+    let running: Vec<_> = cases
+        .into_iter()
+        .map(|(name, case)| {
+            let thread = thread::Builder::new()
+                .name(name.into())
+                .spawn(case)
+                .expect("a case's thread starts");
+            (name, thread)
+        })
+        .collect();
+    let failed: Vec<&str> = running
+        .into_iter()
+        .filter_map(|(name, thread)| thread.join().is_err().then_some(name))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "failed (their messages above): {failed:?}"
     );
 }
