@@ -287,11 +287,13 @@ fn a_semaphore_acquire_that_runs_after_its_caller_gave_up_is_given_back() {
         staller.join_within(Duration::from_secs(10));
         // The queued acquire and its undo run as the server wakes.
         let woke = sent + Duration::from_secs(2);
-        thread::sleep(woke.saturating_duration_since(Instant::now()) + PROMPTLY);
-        let available: String = server.cmd(&["GET", name]);
-        assert_eq!(
-            available, "1",
-            "{name}: the permit taken by the late acquire was not given back"
+        thread::sleep(woke.saturating_duration_since(Instant::now()));
+        let back = bounded::wait_until(PROMPTLY, || server.cmd::<String>(&["GET", name]) == "1");
+        assert!(
+            back.is_some(),
+            "{name}: the permit taken by the late acquire was not given back \
+             ({} left)",
+            server.cmd::<String>(&["GET", name])
         );
     }
 }
@@ -352,19 +354,26 @@ fn an_acquire_that_runs_after_its_caller_gave_up_is_undone_for_every_kind() {
     }
     staller.join_within(Duration::from_secs(10));
     let woke = sent + Duration::from_secs(2);
-    thread::sleep(woke.saturating_duration_since(Instant::now()) + PROMPTLY);
-    let stayed: Vec<String> = [
+    thread::sleep(woke.saturating_duration_since(Instant::now()));
+    let names = [
         "late:plain",
         "late:fair",
         "late:fenced",
         "late:spin",
         "late:rw-r",
         "late:rw-w",
-    ]
-    .into_iter()
-    .filter(|name| server.cmd::<i64>(&["EXISTS", name]) == 1)
-    .map(|name| format!("{name} (PTTL {} ms)", server.cmd::<i64>(&["PTTL", name])))
-    .collect();
+    ];
+    let none_left = || {
+        names
+            .iter()
+            .all(|name| server.cmd::<i64>(&["EXISTS", name]) == 0)
+    };
+    let _ = bounded::wait_until(PROMPTLY, none_left);
+    let stayed: Vec<String> = names
+        .into_iter()
+        .filter(|name| server.cmd::<i64>(&["EXISTS", name]) == 1)
+        .map(|name| format!("{name} (PTTL {} ms)", server.cmd::<i64>(&["PTTL", name])))
+        .collect();
     assert!(
         stayed.is_empty(),
         "late acquires' holds stayed, of a {LEASE:?} lease: {stayed:?}"
