@@ -216,3 +216,33 @@ fn lock_ends_when_too_few_clients_are_left() {
     ));
     assert_eq!(locked_on(&servers, "few-left"), 0);
 }
+
+/// Issue 33, defect 4: a RedLock's unlock while one member's server is
+/// stalled reports that member unconfirmed, and the release still runs
+/// when the server resumes: the member's key does not stay for its lease.
+#[test]
+fn a_release_on_a_stalled_member_runs_when_it_resumes() {
+    let servers = servers(3);
+    let clients = clients(&servers);
+    let red = red_lock(&clients, "stalled-unlock");
+    // Every server knows the scripts: a late EVALSHA will not fail with
+    // NOSCRIPT.
+    red.lock().unwrap().unlock().unwrap();
+
+    let guard = red
+        .lock_with_lease(Duration::from_secs(600))
+        .expect("every server answers");
+    assert_eq!(guard.servers_held(), 3);
+    servers[0].freeze();
+    let unlocked = guard.unlock();
+    assert!(
+        unlocked.is_err(),
+        "a stalled member's release cannot be confirmed: {unlocked:?}"
+    );
+    servers[0].thaw();
+    bounded::wait_until(Duration::from_secs(5), || {
+        !servers[0].exists("stalled-unlock")
+    })
+    .expect("the stalled member's key stayed after it resumed");
+    assert_eq!(locked_on(&servers, "stalled-unlock"), 0);
+}
