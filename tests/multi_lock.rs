@@ -168,3 +168,40 @@ fn a_stalled_member_is_waited_out_and_leaves_nothing_locked() {
         }
     }
 }
+
+/// Issue 33, defect 4: a MultiLock whose member's server is stalled fails,
+/// the server resumes and runs the acquire that timed out, and the undo
+/// written behind it gives that member back at once: nothing stays locked
+/// after the error (before: held for the whole 5 s lease).
+#[test]
+fn a_member_acquired_late_by_a_stalled_server_is_given_back_when_it_resumes() {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let clients: Vec<redhold::Client> = servers
+        .iter()
+        .map(|s| {
+            s.builder()
+                .retry_attempts(0)
+                .response_timeout(Duration::from_millis(500))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let multi = MultiLock::new(clients.iter().map(|c| c.lock("m-late")).collect());
+    // Every server knows the scripts: a late EVALSHA will not say NOSCRIPT.
+    multi.lock().unwrap().unlock().unwrap();
+
+    servers[1].freeze();
+    let got = multi.try_lock_for_with_lease(Duration::from_secs(1), Duration::from_secs(5));
+    assert!(got.is_err(), "a stalled member cannot be taken: {got:?}");
+    servers[1].thaw();
+    let free = bounded::wait_until(Duration::from_secs(3), || {
+        servers
+            .iter()
+            .all(|s| s.try_cmd::<u32>(&["EXISTS", "m-late"]).unwrap_or(1) == 0)
+    });
+    assert!(
+        free.is_some(),
+        "a member stayed locked after the MultiLock failed (PTTL {} ms on the resumed server)",
+        servers[1].cmd::<i64>(&["PTTL", "m-late"])
+    );
+}
