@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use redhold::{Client, Interrupt};
 
 mod partitioned_release;
+mod short_lease_handover;
 mod stalled_drop;
 
 pub(crate) use partitioned_release::PARTITIONED;
@@ -335,6 +336,8 @@ struct Helper {
     method: Method,
     recorder: Recorder,
     interrupts: Arc<Interrupter>,
+    /// How long it keeps the lock before it unlocks (past a lease, even).
+    hold: Duration,
 }
 
 impl Helper {
@@ -352,7 +355,7 @@ impl Helper {
             kind: self.target.kind,
             names: self.target.joined(),
             method: self.method.label(),
-            lease_ms: 0,
+            lease_ms: self.method.lease().map_or(0, |l| l.as_millis() as u64),
             wait_ms: self.method.wait().map_or(-1, |w| w.as_millis() as i64),
             reentrant: false,
         });
@@ -393,6 +396,7 @@ impl Helper {
         if let Some(text) = after_shutdown(set, self.target.kind, returned, hold) {
             self.recorder.record(Event::Flag { actor: id, text });
         }
+        thread::sleep(self.hold);
         self.recorder.record(Event::Exit {
             actor: id,
             hold,
@@ -644,6 +648,12 @@ impl Actor {
             Op::PartitionedRelease { target, partition } => {
                 self.partitioned_release(target, partition);
             }
+            Op::ShortLeaseHandover {
+                target,
+                lease,
+                short,
+                overrun,
+            } => self.short_lease_handover(target, lease, short, overrun),
             Op::SharedChannelWake {
                 first,
                 then,
@@ -686,6 +696,20 @@ impl Actor {
         target: &Target,
         method: Method,
     ) -> Option<JoinHandle<()>> {
+        self.helper_holding(k, tag, set, target, method, Duration::ZERO)
+    }
+
+    /// [`helper`](Self::helper) that keeps the lock `hold` before it
+    /// unlocks.
+    fn helper_holding(
+        &mut self,
+        k: ActorId,
+        tag: &str,
+        set: &Arc<ClientSet>,
+        target: &Target,
+        method: Method,
+        hold: Duration,
+    ) -> Option<JoinHandle<()>> {
         let first = self.next_helper_op;
         self.next_helper_op += 4;
         let helper = Helper {
@@ -697,6 +721,7 @@ impl Actor {
             method,
             recorder: self.spec.recorder.fork(),
             interrupts: Arc::clone(&self.spec.interrupts),
+            hold,
         };
         thread::Builder::new()
             .name(format!("model-{}", helper.label))
@@ -1367,6 +1392,7 @@ impl Actor {
                 method: Method::Lock,
                 recorder: self.spec.recorder.fork(),
                 interrupts: Arc::clone(&self.spec.interrupts),
+                hold: Duration::ZERO,
             };
             if let Ok(t) = thread::Builder::new()
                 .name(format!("model-{}", helper.label))

@@ -137,6 +137,17 @@ pub(crate) enum Op {
     /// let another client try the lock while the first guard stands (see
     /// `actors/partitioned_release.rs`).
     PartitionedRelease { target: Target, partition: Duration },
+    /// Take `target` with `lease`, let another client wait on it, let a
+    /// second thread of this client wait with the `short` lease, release
+    /// (a direct hand-over to that thread, which holds `overrun` past its
+    /// lease): the other client's waiter must get the lock soon after the
+    /// short lease ends (see `actors/short_lease_handover.rs`).
+    ShortLeaseHandover {
+        target: Target,
+        lease: Duration,
+        short: Duration,
+        overrun: Duration,
+    },
 }
 
 /// What a forked process does with the client it inherited.
@@ -208,6 +219,7 @@ enum Choice {
     UnlockGuarded,
     WipedReentry,
     PartitionedRelease,
+    ShortLeaseHandover,
 }
 
 /// Draws the next operation; `Fork` only when `may_fork`.
@@ -269,6 +281,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (12, Choice::SharedChannelWake),
             (10, Choice::WipedReentry),
             (4, Choice::PartitionedRelease),
+            (6, Choice::ShortLeaseHandover),
         ]
     };
     match rng.weighted(&table) {
@@ -363,6 +376,17 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 spoil: rng.below(3) as u8,
             }
         }
+        Choice::ShortLeaseHandover => Op::ShortLeaseHandover {
+            // Names of its own: another actor's release would wake the
+            // waiter and hide a TTL cut short in silence.
+            target: Target {
+                kind: *rng.pick(&[Kind::Plain, Kind::Fenced]),
+                names: vec![*rng.pick(&["h0", "h1"])],
+            },
+            lease: rng.millis(5000, 7000),
+            short: rng.millis(200, 400),
+            overrun: rng.millis(600, 1200),
+        },
         Choice::PartitionedRelease => {
             // The releases issue 33 names: plain, fair, read and write.
             let kind = *rng.pick(&[Kind::Plain, Kind::Fair, Kind::Read, Kind::Write]);
