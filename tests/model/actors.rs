@@ -743,13 +743,9 @@ impl Actor {
         if !self.held.is_empty() {
             return;
         }
-        let slot = Arc::clone(&self.spec.slot);
-        let tag = format!("{}.w{}", self.spec.label, self.next_fork);
-        self.next_fork += 1;
-        let Ok(other) = build_set(&tag, &slot.urls[..1], &slot.prefix, &slot.recorder) else {
+        let Some(other) = self.other_client("w") else {
             return;
         };
-        let other = Arc::new(other);
         let first = Target {
             kind: Kind::Plain,
             names: vec![first],
@@ -812,12 +808,30 @@ impl Actor {
                 }
             }
         }
+        self.end_other_client(&other);
+    }
+
+    /// A client of its own on the main server (tagged `<label>.<letter><n>`)
+    /// for a case that needs a second process's view.
+    fn other_client(&mut self, letter: &str) -> Option<Arc<ClientSet>> {
+        let slot = Arc::clone(&self.spec.slot);
+        let tag = format!("{}.{letter}{}", self.spec.label, self.next_fork);
+        self.next_fork += 1;
+        build_set(&tag, &slot.urls[..1], &slot.prefix, &slot.recorder)
+            .ok()
+            .map(Arc::new)
+    }
+
+    /// Shuts down a client of [`other_client`](Self::other_client) and
+    /// scans Redis for what it left.
+    fn end_other_client(&self, other: &Arc<ClientSet>) {
+        let slot = &self.spec.slot;
         self.spec.recorder.record(Event::ClientDown {
             client: other.tag.clone(),
         });
         other.shutdown();
         crate::remains::scan_after_shutdown(
-            &other,
+            other,
             &slot.urls[..1],
             &slot.prefix,
             &self.spec.recorder,

@@ -8,10 +8,9 @@
 //! client's waiter that the TTL got shorter, the waiter sleeps on for most
 //! of the long lease while the lock is free: the oracle's liveness rule.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::{build_set, Actor};
+use super::Actor;
 use crate::history::Event;
 use crate::targets::{Method, Target};
 
@@ -30,13 +29,9 @@ impl Actor {
         if !self.held.is_empty() {
             return;
         }
-        let slot = Arc::clone(&self.spec.slot);
-        let tag = format!("{}.h{}", self.spec.label, self.next_fork);
-        self.next_fork += 1;
-        let Ok(other) = build_set(&tag, &slot.urls[..1], &slot.prefix, &slot.recorder) else {
+        let Some(other) = self.other_client("h") else {
             return;
         };
-        let other = Arc::new(other);
         self.acquire(
             target.clone(),
             Method::TryForLease(Duration::from_millis(300), lease),
@@ -44,7 +39,7 @@ impl Actor {
         );
         if let Some(index) = self.held.iter().position(|h| h.target == target) {
             let waiter = self.helper(6, "hw", &other, &target, Method::TryFor(lease));
-            let set = slot.current();
+            let set = self.spec.slot.current();
             let successor = self.helper_holding(
                 7,
                 "hs",
@@ -70,15 +65,6 @@ impl Actor {
                 let _ = crate::joins::join_within(t, lease + Duration::from_secs(3));
             }
         }
-        self.spec.recorder.record(Event::ClientDown {
-            client: other.tag.clone(),
-        });
-        other.shutdown();
-        crate::remains::scan_after_shutdown(
-            &other,
-            &slot.urls[..1],
-            &slot.prefix,
-            &self.spec.recorder,
-        );
+        self.end_other_client(&other);
     }
 }
