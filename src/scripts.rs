@@ -94,11 +94,7 @@ pub(crate) const EXPIRABLE_GIVE_BACK_LUA: &str = include_str!("../lua/expirable_
 /// declared scripts are); the caller adds the key count, keys and args.
 pub(crate) fn eval(source: &str) -> redis::Cmd {
     let mut cmd = redis::cmd("EVAL");
-    if source.contains(DYNAMIC_CALL) {
-        cmd.arg(format!("{PRELUDE}{source}"));
-    } else {
-        cmd.arg(source);
-    }
+    cmd.arg(&*as_run(source));
     cmd
 }
 
@@ -129,10 +125,15 @@ const DYNAMIC_CALL: &str = "redis.call(ARGV[";
 /// half a microsecond of server time per run; acquires, renewals and reads
 /// do without).
 fn with_prelude(source: &str) -> Script {
+    Script::new(&as_run(source))
+}
+
+/// `source` as the server runs it: behind [`PRELUDE`] when it publishes.
+fn as_run(source: &str) -> std::borrow::Cow<'_, str> {
     if source.contains(DYNAMIC_CALL) {
-        Script::new(&format!("{PRELUDE}{source}"))
+        format!("{PRELUDE}{source}").into()
     } else {
-        Script::new(source)
+        source.into()
     }
 }
 
