@@ -9,8 +9,9 @@
 //!
 //! - **Servers:** Redis 6.2, 7.x and 8, and Valkey 8: one server, a Redis
 //!   Cluster, or a master found through Sentinel (the `cluster` and
-//!   `sentinel` features), with or without TLS (`tls`); all three are on
-//!   by default. The test suite runs against each of these versions
+//!   `sentinel` features, on by default), with or without TLS (the `tls`
+//!   feature, opt-in: `features = ["tls"]`, for `rediss://`). The test
+//!   suite runs against each of these versions
 //!   ([docs/server-versions.md]).
 //! - **Redisson:** the keys, channels and scripts of Redisson's `RLock`,
 //!   `RFairLock`, `RReadWriteLock`, `RFencedLock`, `RSpinLock`,

@@ -181,6 +181,13 @@ fn odd_urls_are_refused_clearly() {
                 };
                 assert!(text.contains(shown), "the URL is not named: {text}");
                 assert!(text.contains("expected redis://"), "no hint: {text}");
+                if url.starts_with("rediss") {
+                    // Names the feature and the line that turns it on.
+                    assert!(
+                        text.contains(r#"features = ["tls"]"#),
+                        "the feature is not named: {text}"
+                    );
+                }
             }
             other => panic!("{url:?} was accepted: {other:?}"),
         }

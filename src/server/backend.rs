@@ -137,17 +137,35 @@ fn invalid_url(url: &str, e: impl std::fmt::Display) -> Error {
 
 /// Parses one URL, refusing address types this build cannot reach.
 fn parse(url: &str) -> Result<ConnectionInfo> {
+    #[cfg(not(feature = "tls"))]
+    if is_tls_scheme(url) {
+        return Err(invalid_url(url, NEEDS_TLS_FEATURE));
+    }
     let info = url
         .into_connection_info()
         .map_err(|e| invalid_url(url, e))?;
     if !info.addr().is_supported() {
         return Err(invalid_url(
             url,
-            "this address type (TLS or unix socket) is not supported by this build; \
-             enable the `tls` feature for rediss://",
+            "this address type (a unix socket, or TLS in a build without TLS) is not \
+             supported on this platform",
         ));
     }
     Ok(info)
+}
+
+/// Why a `rediss://` URL is refused by a build without the `tls` feature,
+/// with the line that turns it on.
+#[cfg(not(feature = "tls"))]
+const NEEDS_TLS_FEATURE: &str = "TLS (rediss://) needs redhold's `tls` feature, which is off by \
+     default: depend on redhold = { version = \"0.1\", features = [\"tls\"] }";
+
+/// Whether `url` asks for TLS (`rediss://`, `valkeys://`), read before the
+/// redis crate's own, vaguer, refusal.
+#[cfg(not(feature = "tls"))]
+fn is_tls_scheme(url: &str) -> bool {
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+    scheme.eq_ignore_ascii_case("rediss") || scheme.eq_ignore_ascii_case("valkeys")
 }
 
 #[cfg(feature = "tls")]
