@@ -25,6 +25,14 @@
 //! [docs/server-versions.md]: https://github.com/redhold/redhold/blob/main/docs/server-versions.md
 //! [docs/wire-format.md]: https://github.com/redhold/redhold/blob/main/docs/wire-format.md#checked-against-redisson
 //!
+//! # Cargo features
+//!
+//! | feature | default | what it brings |
+//! |---|---|---|
+//! | `cluster` | on | [`ClientBuilder::cluster`]: scripts routed to each key's slot owner, sharded pub/sub on Redis 7+ |
+//! | `sentinel` | on | [`ClientBuilder::sentinel`]: the master found through the sentinels, followed across failovers |
+//! | `tls` | off | `rediss://` for commands and pub/sub (rustls with the ring provider, which needs a C compiler to build); without it a `rediss://` URL is refused when the client is built |
+//!
 //! # Tutorial
 //!
 //! Build one [`Client`] per process and take locks by name:
