@@ -2,8 +2,8 @@
 //! the default local address when something answers there, else a
 //! throwaway `redis-server` from PATH that is stopped at the end.
 //!
-//! Shared by the examples with `mod support;` (cargo builds only the files
-//! directly in `examples/` as examples, so this folder is not one).
+//! Shared by the examples with `mod support;` (`examples/Cargo.toml` lists
+//! the examples; this folder is not one).
 
 use std::error::Error;
 use std::fs;
