@@ -1,7 +1,8 @@
 //! The permit-expirable semaphore (Redisson's `RPermitExpirableSemaphore`)
 //! on a real Redis: ids and leases in Redisson's layout, a permit whose
 //! lease ends goes back by itself (and a waiter gets it at the lease's end,
-//! not at the safety net's re-check), release by id, lease updates, a
+//! not at the safety net's re-check), release by id, lease updates (one
+//! cut short wakes another client's waiter at the new end), a
 //! waiter woken by a release without polling, bad input, a cluster.
 
 mod bounded;
@@ -138,6 +139,51 @@ fn a_parked_acquirer_is_woken_by_a_release_by_id() {
     let (permit, woke) = waiter.join_within(PROMPTLY * 2);
     permit.unwrap();
     assert!(woke.duration_since(released) < PROMPTLY);
+}
+
+/// A lease shortened by `update_lease` must tell the waiters of every
+/// client (`expirable_lease.lua` publishes when a permit's lease ends
+/// sooner than before): a waiter parks until the earliest lease end it saw,
+/// and nobody announces a lease's end. Client A holds the only permit with
+/// a 20 s lease; client B's waiter parks on it (for the 5 s safety net's
+/// re-check at most); A cuts the lease to 500 ms and forgets the permit.
+/// B must get it at the new end, within [`PROMPTLY`]: without the update's
+/// message it sleeps until the re-check, about 4 s after the new end.
+#[test]
+fn a_lease_cut_short_by_update_lease_wakes_another_clients_waiter() {
+    const LONG: Duration = Duration::from_secs(20);
+    const SHORT: Duration = Duration::from_millis(500);
+    let server = RedisServer::start();
+    let (a, b) = (server.client(), server.client());
+    let sem = a.permit_expirable_semaphore("cut");
+    sem.try_set_permits(1).unwrap();
+    let permit = sem.acquire(LONG).unwrap();
+    let waiter = {
+        let sem = b.permit_expirable_semaphore("cut");
+        bounded::spawn("other client's waiter", move || {
+            let permit = sem.try_acquire_for(Duration::from_secs(10), MINUTE);
+            (permit.map(|p| p.map(|p| p.id())), Instant::now())
+        })
+    };
+    waiter.assert_parked_for(Duration::from_millis(300));
+    assert_eq!(b.stats().parked_waiters, 1);
+    let updated = Instant::now();
+    assert!(permit.update_lease(SHORT).unwrap(), "the permit is out");
+    permit.forget(); // it comes back only when the new lease ends
+    let (got, at) = waiter.join_within(Duration::from_secs(12));
+    let after = at.duration_since(updated);
+    assert!(
+        got.unwrap().is_some(),
+        "the waiter gave up {after:?} after the lease was cut to {SHORT:?}"
+    );
+    assert!(
+        after + Duration::from_millis(10) >= SHORT,
+        "before the new lease ended: {after:?}"
+    );
+    assert!(
+        after < SHORT + PROMPTLY,
+        "the waiter got the permit {after:?} after its lease was cut from {LONG:?} to {SHORT:?}"
+    );
 }
 
 #[test]

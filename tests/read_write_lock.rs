@@ -1,7 +1,8 @@
 //! The read-write lock on real redis-server processes: readers overlap, a
 //! writer excludes everyone, the downgrade, the refused upgrade, read holds
 //! that expire when their reader dies or are renewed by the watchdog while
-//! it lives, a write release that wakes every waiting reader, mutual
+//! it lives, a write release that wakes every waiting reader, a read
+//! release that cuts the lock's TTL and wakes a parked writer, mutual
 //! exclusion under contention, and the Redis layout of `docs/wire-format.md`.
 
 mod bounded;
@@ -572,6 +573,99 @@ fn a_write_release_wakes_every_waiting_reader() {
         assert!(overlapped, "the readers did not all hold at once");
     }
     assert!(!server.exists(name));
+}
+
+/// A read release that cuts the hash's TTL must tell the waiters of every
+/// client (`read_release.lua` publishes when the longest remaining read
+/// hold ends sooner than the hash did). Client A reads with a 20 s lease,
+/// client C with a 2 s one; client B's writer parks on the hash's 20 s
+/// TTL. A's release leaves only C's hold, so the hash now ends with it;
+/// nobody releases C's hold (it expires, which announces nothing). B must
+/// get the write lock within a few seconds of the hash's end: without the
+/// release's message it sleeps on the old TTL until its own 8 s wait runs
+/// out.
+#[test]
+fn a_read_release_that_shortens_the_ttl_wakes_a_parked_writer() {
+    /// A's lease: what B's writer is told the lock lives for.
+    const LONG: Duration = Duration::from_secs(20);
+    /// C's lease: the lock's life once A's hold is gone.
+    const SHORT: Duration = Duration::from_secs(2);
+    /// How long B's writer waits at most: shorter than `LONG`.
+    const WRITER_WAIT: Duration = Duration::from_secs(8);
+    /// B must get the lock within this long after it became free (a
+    /// wake-up and two attempts take milliseconds; the rest is room for a
+    /// loaded machine).
+    const BOUND: Duration = Duration::from_secs(3);
+
+    let server = RedisServer::start();
+    let (a, b, c) = (server.client(), server.client(), server.client());
+    let name = "rw:shortened";
+    let long = a
+        .read_write_lock(name)
+        .read()
+        .lock_with_lease(LONG)
+        .expect("long read lock");
+    // A reader that never releases: its hold ends with its lease.
+    c.read_write_lock(name)
+        .read()
+        .lock_with_lease(SHORT)
+        .expect("short read lock")
+        .leak();
+    let told = pttl(&server, name);
+    assert!(
+        told > SHORT.as_millis() as i64,
+        "the hash lives as long as the long hold: TTL {told}"
+    );
+
+    let rw_b = b.read_write_lock(name);
+    let writer = bounded::spawn("writer", move || {
+        rw_b.write()
+            .try_lock_for(WRITER_WAIT)
+            .expect("write lock")
+            .map(|guard| {
+                let at = Instant::now();
+                drop(guard);
+                at
+            })
+    });
+    let parked = bounded::wait_until(PROMPTLY, || b.stats().parked_waiters == 1);
+    assert!(parked.is_some(), "the writer did not park: {:?}", b.stats());
+
+    long.unlock().expect("long read release");
+    // The case under test: the release cut the TTL, it did not free the
+    // lock (a free lock is announced anyway). Fails on a machine so slow
+    // that C's hold ended before A's release.
+    let cut = pttl(&server, name);
+    assert!(
+        cut > 0 && cut <= SHORT.as_millis() as i64,
+        "after the long hold's release the hash's TTL is {cut} ms, not cut to C's {SHORT:?}"
+    );
+    let released = Instant::now();
+    // When the lock became free: C's lease ended.
+    let free = loop {
+        if !server.exists(name) {
+            break Instant::now();
+        }
+        assert!(
+            released.elapsed() < SHORT + PROMPTLY,
+            "{name} still exists {:?} after the release",
+            released.elapsed()
+        );
+        thread::sleep(Duration::from_millis(10));
+    };
+    match writer.join_within(WRITER_WAIT + PROMPTLY) {
+        Some(at) => assert!(
+            at.saturating_duration_since(free) <= BOUND,
+            "B's writer got {name} {:.1} s after it became free (the read release cut the \
+             TTL from {told} ms to {cut} ms)",
+            at.saturating_duration_since(free).as_secs_f64()
+        ),
+        None => panic!(
+            "B's writer gave up after {WRITER_WAIT:?}; {name} had been free for {:.1} s (the \
+             read release cut the TTL from {told} ms to {cut} ms)",
+            free.elapsed().as_secs_f64()
+        ),
+    }
 }
 
 #[test]
