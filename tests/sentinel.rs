@@ -5,20 +5,32 @@
 //! the failover, the watchdog renews through it, and a hold the promoted
 //! replica never received is reported lost. A stopped sentinel costs a
 //! client no more than its timeouts: it moves on to the next sentinel.
+//! After a failover away from a master that serves on, a client whose first
+//! sentinel is stale locks on the master the others announced, not on the
+//! old one.
 #![cfg(feature = "sentinel")]
 
 mod bounded;
+// The failover checker's forwarder: it can shut one sentinel out of one
+// server. This binary uses part of it.
+#[allow(dead_code)]
+#[path = "model/failover/link.rs"]
+mod link;
 mod support;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use link::{Link, FRONT_HOST};
 use redhold::{Client, Error, LossCause};
+use support::replica::wait_for_replica;
 #[cfg(feature = "tls")]
 use support::sentinel::TlsSentinelSetup;
-use support::sentinel::{SentinelSetup, MASTER_NAME};
+use support::sentinel::{Sentinel, SentinelSetup, MASTER_NAME};
+use support::RedisServer;
 
 /// Generous bound for anything that should take milliseconds; far below the
 /// 30 s watchdog timeout, so meeting it proves a wake-up, not an expiry.
@@ -499,4 +511,286 @@ fn clients_follow_the_sentinels_away_from_a_master_that_still_runs() {
     guard.unlock().expect("unlock");
     waiter_is_woken(&a, &b, "woken-after");
     waiter_is_woken(&b, &a, "woken-after-the-other-way");
+}
+
+/// A master and its replica, each known only by the address of its
+/// [`Link`] (`127.0.0.2:<port>`), and three sentinels monitoring them
+/// through the links: the links can shut one sentinel out of one server.
+/// [`split`](Self::split) fails the master over to the replica while the
+/// first sentinel stays stale.
+#[derive(Debug)]
+struct StaleSentinelSetup {
+    /// Stopped first, so that no sentinel acts on the links' going.
+    sentinels: Vec<Sentinel>,
+    /// `SENTINEL MYID` of each sentinel.
+    ids: Vec<String>,
+    master_link: Link,
+    replica_link: Link,
+    master: RedisServer,
+    replica: RedisServer,
+}
+
+impl StaleSentinelSetup {
+    /// Starts the servers, their links and the sentinels, and waits until
+    /// every sentinel knows the master, the replica (the last two see it
+    /// up) and the two other sentinels.
+    fn start() -> StaleSentinelSetup {
+        // Diskless sync without delay: the replica is in sync at once
+        // (not after 5 s). The announced address is the link's.
+        let args = [
+            "--repl-diskless-sync-delay",
+            "0",
+            "--replica-announce-ip",
+            FRONT_HOST,
+        ];
+        let master = RedisServer::start_with_args(&args);
+        let replica = RedisServer::start_with_args(&args);
+        let master_link = Link::start(master.port());
+        let replica_link = Link::start(replica.port());
+        replica.cmd::<()>(&["REPLICAOF", FRONT_HOST, &master.port().to_string()]);
+        wait_for_replica(&master, &replica, Duration::from_secs(10));
+        let sentinels: Vec<Sentinel> = (0..3)
+            .map(|_| Sentinel::start_monitoring(FRONT_HOST, master.port()))
+            .collect();
+        let ids = sentinels
+            .iter()
+            .map(|s| {
+                s.cmd::<String>(&["SENTINEL", "MYID"])
+                    .expect("SENTINEL MYID")
+            })
+            .collect();
+        let setup = StaleSentinelSetup {
+            sentinels,
+            ids,
+            master_link,
+            replica_link,
+            master,
+            replica,
+        };
+        setup.wait_settled(Duration::from_secs(20));
+        setup
+    }
+
+    fn wait_settled(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let (master, replica) = (
+            self.master.port().to_string(),
+            self.replica.port().to_string(),
+        );
+        loop {
+            let settled = self.sentinels.iter().enumerate().all(|(i, s)| {
+                let knows_master = s.master_state().is_ok_and(|v| {
+                    v.get("port") == Some(&master)
+                        && v.get("flags").map(String::as_str) == Some("master")
+                        && v.get("num-slaves").map(String::as_str) == Some("1")
+                        && v.get("num-other-sentinels").map(String::as_str) == Some("2")
+                });
+                // The sentinels that fail the master over must see the
+                // replica up; the stale one needs only to know it.
+                knows_master
+                    && (i == 0
+                        || s.cmd::<Vec<HashMap<String, String>>>(&[
+                            "SENTINEL",
+                            "REPLICAS",
+                            MASTER_NAME,
+                        ])
+                        .is_ok_and(|list| {
+                            list.iter().any(|r| {
+                                r.get("port") == Some(&replica)
+                                    && r.get("flags").map(String::as_str) == Some("slave")
+                            })
+                        }))
+            });
+            if settled {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "sentinels did not settle within {limit:?}: {}",
+                self.describe()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `redis://` URLs of the sentinels at `indexes`, in that order.
+    fn urls(&self, indexes: &[usize]) -> Vec<String> {
+        indexes.iter().map(|&i| self.sentinels[i].url()).collect()
+    }
+
+    /// Keeps the first sentinel stale and fails the master over to the
+    /// replica while it serves on; returns once the two other sentinels
+    /// name the replica and it is a master.
+    ///
+    /// The stale sentinel learns the new configuration by no path: the
+    /// replica's link shuts it out (no `INFO` of the promoted replica, no
+    /// hello on its `__sentinel__:hello`), it takes no `PUBLISH` (the
+    /// others' hello messages sent to it directly), and the master's link
+    /// shuts the other two out, so no hello of theirs reaches it through
+    /// the master either, and they cannot demote the master. The master
+    /// still answers it, so it goes on naming the master; clients reach
+    /// both servers through the links as before.
+    fn split(&self) {
+        self.sentinels[0]
+            .cmd::<()>(&["ACL", "SETUSER", "default", "-publish"])
+            .expect("deny PUBLISH on the stale sentinel");
+        self.replica_link.isolate_sentinel(&self.ids[0]);
+        self.master_link.isolate_sentinel(&self.ids[1]);
+        self.master_link.isolate_sentinel(&self.ids[2]);
+        let started = Instant::now();
+        let want = self.replica.port();
+        loop {
+            let switched = self.sentinels[1..]
+                .iter()
+                .all(|s| s.master_port().ok() == Some(want));
+            if switched && is_master(&self.replica) {
+                return;
+            }
+            assert!(
+                started.elapsed() < FAILOVER_LIMIT,
+                "no failover to the replica (:{want}) within {FAILOVER_LIMIT:?}: {}",
+                self.describe()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What every process says, for a failure message.
+    fn describe(&self) -> String {
+        let mut text = String::new();
+        for (name, server) in [("master", &self.master), ("replica", &self.replica)] {
+            let info = server
+                .try_cmd::<String>(&["INFO", "replication"])
+                .unwrap_or_else(|e| e.to_string());
+            text.push_str(&format!("\n--- {name} :{} ---\n{info}", server.port()));
+        }
+        for s in &self.sentinels {
+            text.push_str(&format!(
+                "\n--- sentinel {} ---\n{:?}",
+                s.url(),
+                s.master_state()
+            ));
+        }
+        text.push_str(&format!(
+            "\n--- stale sentinel's log ---\n{}",
+            self.sentinels[0].log()
+        ));
+        text
+    }
+}
+
+/// Whether `server` says it is a master.
+fn is_master(server: &RedisServer) -> bool {
+    server
+        .try_cmd::<String>(&["INFO", "replication"])
+        .is_ok_and(|info| info.contains("role:master"))
+}
+
+/// How many clients of `sentinel` are subscribed to a channel (the
+/// sentinels' own connections to each other never are).
+fn subscribers(sentinel: &Sentinel) -> usize {
+    let list: String = sentinel.cmd(&["CLIENT", "LIST"]).expect("CLIENT LIST");
+    list.lines()
+        .filter(|line| !line.contains(" sub=0 "))
+        .count()
+}
+
+/// Waits until `sentinel` has `count` subscribed clients.
+fn wait_subscribers(sentinel: &Sentinel, count: usize) {
+    let deadline = Instant::now() + PROMPTLY;
+    while subscribers(sentinel) != count {
+        assert!(
+            Instant::now() < deadline,
+            "sentinel {} has {} subscribed clients after {PROMPTLY:?}, not {count}",
+            sentinel.url(),
+            subscribers(sentinel)
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A sentinel client asking the sentinels at `urls`, in that order.
+fn client_of(urls: Vec<String>) -> Client {
+    Client::builder()
+        .sentinel(urls.clone(), MASTER_NAME)
+        .connect_timeout(Duration::from_secs(1))
+        .response_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap_or_else(|e| panic!("sentinel client for {urls:?}: {e}"))
+}
+
+/// After a failover away from a master that serves on, the sentinel a
+/// client's look-up asks first may not know it yet (here it never does)
+/// and still name the old master, which answers `ROLE master`. The
+/// client's watch, on another sentinel, heard `+switch-master`: its next
+/// lock must land on the announced master, where a client that asks an
+/// up-to-date sentinel meets it. Before `Sentinels::switched_to`, the
+/// look-up went back to the old master, and both clients held the lock.
+#[test]
+fn a_stale_sentinel_does_not_send_the_client_back_to_the_old_master() {
+    let setup = StaleSentinelSetup::start();
+    // Look-ups ask the stale sentinel first (the one that answered last,
+    // the first one to begin with); the watch starts there too.
+    let a = client_of(setup.urls(&[0, 1, 2]));
+    let b = client_of(setup.urls(&[2]));
+    // `a` waits once, so that it has a pub/sub connection to the master.
+    waiter_is_woken(&b, &a, "woken-before");
+    let guard = a.lock("before").lock().expect("lock before the failover");
+    assert!(
+        setup.master.exists("before"),
+        "the lock is not on the master"
+    );
+    guard.unlock().expect("unlock before the failover");
+
+    // The watch moves to the next sentinel when its connection fails: it
+    // is to hear the switch from one that knows.
+    wait_subscribers(&setup.sentinels[0], 1);
+    let killed: i64 = setup.sentinels[0]
+        .cmd(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .expect("CLIENT KILL on the stale sentinel");
+    assert_eq!(killed, 1, "the stale sentinel had one watch to cut");
+    wait_subscribers(&setup.sentinels[1], 1);
+
+    let reconnects = a.stats().pubsub_reconnects;
+    setup.split();
+    // The watch heard `+switch-master` once its pub/sub connection moved
+    // (the watch drops it right after handing the address over).
+    let heard = Instant::now();
+    while a.stats().pubsub_reconnects == reconnects {
+        assert!(
+            heard.elapsed() < PROMPTLY,
+            "the client did not follow +switch-master within {PROMPTLY:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    let stale = setup.sentinels[0].master_port();
+    assert_eq!(
+        stale,
+        Ok(setup.master.port()),
+        "the first sentinel is not stale: {}",
+        setup.describe()
+    );
+    assert!(is_master(&setup.master), "the old master was demoted");
+
+    let guard = a.lock("after").lock().expect("lock after the failover");
+    assert!(
+        !setup.master.exists("after"),
+        "the lock landed on the old master, which the stale sentinel still names"
+    );
+    assert!(
+        setup.replica.exists("after"),
+        "the lock is not on the new master"
+    );
+    // A client that asks an up-to-date sentinel meets it there.
+    let other = client_of(setup.urls(&[1, 2]));
+    assert!(
+        other.lock("after").try_lock().expect("try_lock").is_none(),
+        "two clients hold one lock, one on each master"
+    );
+    guard.unlock().expect("unlock after the failover");
+    assert_eq!(
+        setup.sentinels[0].master_port(),
+        Ok(setup.master.port()),
+        "the first sentinel learned the switch during the test"
+    );
 }

@@ -28,6 +28,12 @@
 //!   The sentinels then take the server for down and fail it over while
 //!   it lives and serves its clients: a network partition between the
 //!   sentinels and a master.
+//! - **shut one sentinel out** ([`Link::isolate_sentinel`]): the same for
+//!   the sentinel whose id starts as given (the name a sentinel gives its
+//!   connections, `sentinel-<first 8 characters of its id>-cmd` or
+//!   `-pubsub`, carries it), for good: a partition between that sentinel
+//!   and the server only (`tests/sentinel.rs` makes a stale sentinel with
+//!   it).
 //!
 //! Why not simply `SIGSTOP` the replica, or `DEBUG SLEEP`/`CLIENT PAUSE`
 //! it: the master would still have written the stream into the replica's
@@ -54,6 +60,10 @@ const UPSTREAM_CONNECT: Duration = Duration::from_millis(300);
 const ACCEPT_POLL: Duration = Duration::from_millis(5);
 /// Size of one read.
 const CHUNK: usize = 16 * 1024;
+/// How the name a sentinel gives its connections starts.
+const SENTINEL_NAME: &[u8] = b"sentinel-";
+/// How many characters of its id a sentinel puts in those names.
+const SENTINEL_ID_LEN: usize = 8;
 
 /// One forwarded connection: both sockets, to cut them, and whether it
 /// carries replication.
@@ -62,6 +72,9 @@ struct Conn {
     server: TcpStream,
     replication: AtomicBool,
     sentinel: AtomicBool,
+    /// The first 8 characters of the sentinel's id, from the name it
+    /// gives the connection.
+    sentinel_id: Mutex<Option<Vec<u8>>>,
 }
 
 /// What the acceptor and the pumps share.
@@ -73,6 +86,9 @@ struct Shared {
     starving: AtomicBool,
     /// Sentinels' connections are cut (see [`Link::isolate_sentinels`]).
     isolating: AtomicBool,
+    /// Ids (first 8 characters) of the sentinels whose connections are cut
+    /// (see [`Link::isolate_sentinel`]).
+    isolated: Mutex<Vec<Vec<u8>>>,
     conns: Mutex<Vec<Arc<Conn>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Replication bytes held back (to be lost) since the last `down`.
@@ -123,6 +139,7 @@ impl Link {
                 sniff,
                 starving: AtomicBool::new(false),
                 isolating: AtomicBool::new(false),
+                isolated: Mutex::new(Vec::new()),
                 conns: Mutex::new(Vec::new()),
                 threads: Mutex::new(Vec::new()),
                 withheld: AtomicU64::new(0),
@@ -218,9 +235,24 @@ impl Link {
         }
     }
 
-    /// Lets sentinels reach the server again.
+    /// Lets sentinels reach the server again (not those shut out one by
+    /// one).
     pub(crate) fn admit_sentinels(&self) {
         self.shared.isolating.store(false, Ordering::SeqCst);
+    }
+
+    /// From now on, cuts every connection of the sentinel whose id
+    /// (`SENTINEL MYID`) starts with `id`'s first 8 characters, the part
+    /// its connections' names carry.
+    #[allow(dead_code)] // tests/sentinel.rs: the checker shuts all out
+    pub(crate) fn isolate_sentinel(&self, id: &str) {
+        let short = id.as_bytes()[..SENTINEL_ID_LEN.min(id.len())].to_ascii_lowercase();
+        self.shared.isolated.lock().push(short.clone());
+        for conn in self.shared.conns.lock().iter() {
+            if conn.sentinel_id.lock().as_ref() == Some(&short) {
+                cut(conn);
+            }
+        }
     }
 }
 
@@ -265,6 +297,7 @@ fn forward(client: TcpStream, shared: &Arc<Shared>) {
         server,
         replication: AtomicBool::new(false),
         sentinel: AtomicBool::new(false),
+        sentinel_id: Mutex::new(None),
     });
     let mut threads = shared.threads.lock();
     threads.retain(|t| !t.is_finished());
@@ -311,8 +344,12 @@ fn pump_requests(mut from: TcpStream, conn: &Conn, shared: &Shared) {
         if shared.sniff && (contains(bytes, b"REPLCONF") || contains(bytes, b"PSYNC")) {
             conn.replication.store(true, Ordering::SeqCst);
         }
-        if shared.sniff && contains(bytes, b"sentinel-") {
+        if shared.sniff && contains(bytes, SENTINEL_NAME) {
             conn.sentinel.store(true, Ordering::SeqCst);
+            let mut id = conn.sentinel_id.lock();
+            if id.is_none() {
+                *id = sentinel_id(bytes);
+            }
         }
         if shut_out(conn, shared) || to.write_all(bytes).is_err() {
             break;
@@ -347,9 +384,35 @@ fn pump_replies(mut from: TcpStream, conn: &Conn, shared: &Shared) {
     cut(conn);
 }
 
-/// Whether `conn` is a sentinel's while sentinels are shut out.
+/// Whether `conn` is a sentinel's while sentinels are shut out, or the
+/// connection of a sentinel shut out by itself.
 fn shut_out(conn: &Conn, shared: &Shared) -> bool {
-    conn.sentinel.load(Ordering::SeqCst) && shared.isolating.load(Ordering::SeqCst)
+    if !conn.sentinel.load(Ordering::SeqCst) {
+        return false;
+    }
+    if shared.isolating.load(Ordering::SeqCst) {
+        return true;
+    }
+    let isolated = shared.isolated.lock();
+    !isolated.is_empty()
+        && conn
+            .sentinel_id
+            .lock()
+            .as_ref()
+            .is_some_and(|id| isolated.contains(id))
+}
+
+/// The id part of the name a sentinel gives its connection, from the
+/// bytes that carry its `CLIENT SETNAME` (lowercase), if they hold all of
+/// it.
+fn sentinel_id(bytes: &[u8]) -> Option<Vec<u8>> {
+    let at = bytes
+        .windows(SENTINEL_NAME.len())
+        .position(|w| w.eq_ignore_ascii_case(SENTINEL_NAME))?;
+    let id = bytes
+        .get(at + SENTINEL_NAME.len()..)?
+        .get(..SENTINEL_ID_LEN)?;
+    Some(id.to_ascii_lowercase())
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
