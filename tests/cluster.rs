@@ -392,9 +392,12 @@ fn hear_classic_releases_wakes_a_sharded_waiter_on_a_classic_release() {
                 .expect("PUBSUB NUMPAT")
         })
         .sum();
+    // On Redis 6.2 the waiter listens classic already (no sharded pub/sub
+    // there), so it needs no pattern connection.
+    let patterns = if sharded() { 4 } else { 0 };
     assert_eq!(
-        everywhere, 4,
-        "one connection with the four channel patterns"
+        everywhere, patterns,
+        "one connection with the four channel patterns on Redis 7+, none on 6.2"
     );
 }
 
