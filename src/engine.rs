@@ -271,7 +271,7 @@ impl Engine {
             // Never leave a hold behind that no guard owns.
             call.settle_unsure();
         }
-        match outcome {
+        let outcome = match outcome {
             // Taken as the client shut down: an attempt sent before
             // `close`, or a hand-over whose release was. Checked last, so
             // that no guard comes out after shutdown began.
@@ -280,7 +280,11 @@ impl Engine {
                 Err(Error::Shutdown)
             }
             outcome => outcome,
-        }
+        };
+        // An attempt that timed out before the one that ended the call may
+        // still run, with the lock taken or not: its undo follows it.
+        call.undo_late();
+        outcome
     }
 }
 

@@ -139,10 +139,7 @@ impl<K: KindOps> Call<'_, K> {
         // Our own traces: given back even while the client shuts down.
         let _giving_back = self.engine.server.giving_back();
         let here = self.engine.renewals.counted(self.lock.name, &self.field);
-        let late = self.late.borrow_mut().take();
-        if !late.is_empty() {
-            self.undo_behind(late, here);
-        }
+        self.undo_late();
         if self.unsure_is_late.get() {
             // The last attempt may still run: a look now could come before
             // it. Its undo follows it instead.
@@ -188,6 +185,23 @@ impl<K: KindOps> Call<'_, K> {
                 e.report()
             ),
         }
+    }
+
+    /// The call is over, with the lock, without it or with an error: every
+    /// attempt of it that timed out may still run on a stalled server (or
+    /// arrive late over a slow path), after the attempt that ended the call.
+    /// An undo follows each (see [`undo_behind`](Self::undo_behind)),
+    /// counting the holds the thread's guards stand for now, the call's own
+    /// included when it took the lock.
+    pub(super) fn undo_late(&self) {
+        let late = self.late.borrow_mut().take();
+        if late.is_empty() {
+            return;
+        }
+        // Our own traces: written even while the client shuts down.
+        let _giving_back = self.engine.server.giving_back();
+        let here = self.engine.renewals.counted(self.lock.name, &self.field);
+        self.undo_behind(late, here);
     }
 
     /// Writes an undo behind each attempt of the call that a stalled server

@@ -409,3 +409,82 @@ fn a_failed_acquire_after_the_holds_were_wiped_gives_its_hold_back_for_every_kin
     let (server, proxy, client) = setup(0);
     on_every_kind!(client, "wipedf", wiped_then_failed, 2, &server, &proxy);
 }
+
+/// How long the proxy holds an acquire's first request back: past the
+/// response timeout of [`late_attempt_client`], so the pool's retry takes
+/// the lock first.
+const HELD_BACK: Duration = Duration::from_millis(1500);
+
+/// A client through `proxy` whose calls time out well before [`HELD_BACK`]
+/// and are retried once.
+fn late_attempt_client(proxy: &FaultProxy) -> redhold::Client {
+    redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(1)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy")
+}
+
+/// Takes `lock` while its first acquire request is held back: the retry
+/// takes it; the held-back request is still on its way. The guard comes
+/// back boxed, so that the guards of every kind can be kept together.
+fn take_past_a_held_back_attempt<K: LockKind + 'static>(
+    proxy: &FaultProxy,
+    lock: &Lock<K>,
+) -> (String, Box<dyn std::any::Any>) {
+    let name = lock.name().to_owned();
+    // Every script is loaded first: the late EVALSHA finds its script.
+    lock.lock().unwrap().unlock().unwrap();
+    let held_back = arm(proxy, &name, Action::DelayRequest(HELD_BACK));
+    let guard = lock
+        .lock()
+        .unwrap_or_else(|e| panic!("{name}: the retry did not take the lock: {}", e.report()));
+    assert!(
+        held_back.wait_fired(Duration::from_secs(1)),
+        "{name}: no acquire was held back"
+    );
+    (name, Box::new(guard))
+}
+
+/// An acquire whose first request is held back past the response timeout
+/// (a stalled path) while the pool's retry takes the lock: the held-back
+/// request still runs when it arrives, after the call returned its guard,
+/// and counts a second hold under the thread's field. The undo written
+/// behind it gives that hold back, for every kind: Redis counts one hold
+/// for the one guard, and the lock is free once the guard drops (before,
+/// the late hold, owned by no guard, kept the lock for the rest of its
+/// 30 s watchdog lease; the model checker's stalled-member case found it).
+#[test]
+fn an_attempt_held_back_behind_a_retry_that_took_the_lock_is_given_back() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = late_attempt_client(&proxy);
+    let rw = |name: &str| client.read_write_lock(name);
+    let taken = vec![
+        take_past_a_held_back_attempt(&proxy, &client.lock("late-ok:plain")),
+        take_past_a_held_back_attempt(&proxy, &client.fair_lock("late-ok:fair")),
+        take_past_a_held_back_attempt(&proxy, &client.fenced_lock("late-ok:fenced")),
+        take_past_a_held_back_attempt(&proxy, &client.spin_lock("late-ok:spin")),
+        take_past_a_held_back_attempt(&proxy, &rw("late-ok:rw-r").read()),
+        take_past_a_held_back_attempt(&proxy, &rw("late-ok:rw-w").write()),
+    ];
+    // Every held-back request has been let go and has run by then (the
+    // last one was taken last), with whatever follows it on its connection.
+    std::thread::sleep(HELD_BACK + Duration::from_millis(700));
+    for (name, _guard) in &taken {
+        assert_eq!(
+            holds_in_redis(&server, name),
+            1,
+            "{name}: Redis counts more holds than the one guard"
+        );
+    }
+    for (name, guard) in taken {
+        drop(guard);
+        assert!(
+            !server.exists(&name),
+            "{name}: a hold that no guard owns kept the lock"
+        );
+    }
+}
