@@ -15,8 +15,10 @@ use redhold::{Client, Interrupt};
 mod partitioned_release;
 mod short_lease_handover;
 mod stalled_drop;
+mod stalled_member;
 
 pub(crate) use partitioned_release::PARTITIONED;
+pub(crate) use stalled_member::{CASE_SPAN, LATE_MEMBER_KEPT, STALLED_MEMBER};
 mod wiped_reentry;
 
 use crate::config::{
@@ -662,6 +664,13 @@ impl Actor {
                 race_join,
             } => self.shared_channel_wake(first, then, lease, hold, race_join),
             Op::WipedReentry { target, spoil } => self.wiped_reentry(target, spoil),
+            Op::StalledMember {
+                target,
+                stalled,
+                stall,
+                wait,
+                lease,
+            } => self.stalled_member(target, stalled, stall, wait, lease),
         }
     }
 

@@ -283,7 +283,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
-         releases {}, {} violation(s); \
+         releases {}, stalled members {}, {} violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -311,6 +311,10 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         events
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::PARTITIONED)))
+            .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::STALLED_MEMBER)))
             .count(),
         violations.len(),
         excused
