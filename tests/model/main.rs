@@ -35,7 +35,8 @@
 //! for a lost hold), guards returned after `shutdown()`, fields a shutdown
 //! left that no live guard accounts for and releases after a shutdown that
 //! say `Ok` (`shutdown_rules.rs`), `Lock::unlock()` taking a guarded hold,
-//! fencing tokens, hold counts, liveness, forks (the parent's pub/sub
+//! fencing tokens, hold counts (a stalled member's late hold kept among
+//! them), liveness, forks (the parent's pub/sub
 //! connection included), and the end state in Redis (`leftovers.rs`).
 //!
 //! Running it:
@@ -49,10 +50,11 @@
 //! - `REDHOLD_MODEL_SECS=<s>`: the budget (one schedule's length is at most
 //!   10 s); `REDHOLD_MODEL_MASTER_SEED=<seed>` fixes the master seed;
 //!   `REDHOLD_MODEL_KEEP_GOING=1` runs every schedule after a failing one.
-//! - `REDHOLD_MODEL_STALLED_WAITS=1`: the stalled-member case also calls
-//!   with a wait, which can end with the locks while the member's
-//!   timed-out attempts still wait to run (an open bug: those late holds
-//!   are not given back; off by default until it is fixed).
+//! - `REDHOLD_MODEL_LATE_SUCCESS=1`: the stalled-member case also calls
+//!   with a wait, and every other case holds back only the member's first
+//!   attempt, so that the call can end with the locks while a timed-out
+//!   attempt still waits to run (an open bug: that late hold is never
+//!   given back; off by default until it is fixed).
 //! - `REDHOLD_MODEL_VERBOSE=1` prints every violation in full (by default
 //!   three per rule); `REDHOLD_MODEL_DUMP=<dir>` writes each schedule's
 //!   whole history to `<dir>/history-<seed>.txt`.

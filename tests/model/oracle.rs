@@ -1028,4 +1028,50 @@ mod tests {
         );
         assert_eq!(rules(&s.judge()), ["waiter starved"]);
     }
+
+    #[test]
+    fn a_late_member_kept_is_reported_unless_a_main_server_fault_was_near() {
+        let flag = |s: &mut Script, ms: u64| {
+            s.at(
+                ms,
+                Event::Flag {
+                    actor: 1,
+                    text: format!(
+                        "{} hold_count() of m0 is 1",
+                        crate::actors::LATE_MEMBER_KEPT
+                    ),
+                },
+            );
+        };
+        let fault = |s: &mut Script, server: u8, start: u64, end: u64| {
+            s.at(
+                start,
+                Event::FaultStart {
+                    server,
+                    kind: "kill-normal".into(),
+                },
+            )
+            .at(
+                end,
+                Event::FaultEnd {
+                    server,
+                    kind: "kill-normal".into(),
+                },
+            );
+        };
+        let mut s = Script::new();
+        flag(&mut s, 9000);
+        assert_eq!(rules(&s.judge()), ["late member kept"]);
+        // A fault on another server, or long before the case: no excuse.
+        let mut s = Script::new();
+        fault(&mut s, 1, 8000, 8100);
+        fault(&mut s, 0, 100, 200);
+        flag(&mut s, 9000);
+        assert_eq!(rules(&s.judge()), ["late member kept"]);
+        // A killed connection on the main server during the case.
+        let mut s = Script::new();
+        fault(&mut s, 0, 7000, 7100);
+        flag(&mut s, 9000);
+        assert!(s.judge().violations.is_empty());
+    }
 }

@@ -10,15 +10,16 @@
 //! acquire waits for the undos) and lets it go at once; once the requests
 //! ran, the actor asks its own `hold_count()` of the stalled member (a
 //! plain lock on the main server, the same key), and a thread of another
-//! client takes it. A member left held with no guard starves that
-//! waiter for most of the lease (the liveness rule) and shows in the
-//! count (the hold count rule); one taken from a guard shows as two
-//! holders.
+//! client takes it. A member left held with no guard shows in the count
+//! (the rule "late member kept", flagged here; the hold count rule too
+//! where no failed acquire excuses it) and starves that waiter for most
+//! of the lease (the liveness rule); one taken from a guard would show as
+//! two holders.
 //!
 //! The stall is the proxy's, not the server's: only the member's requests
 //! wait, so nothing else in the schedule is slowed down or excused.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,22 @@ pub(crate) const LATE_MEMBER_KEPT: &str = "[late member kept]";
 /// server since then excuses it (a killed connection takes the undo with
 /// it, a documented limit; a stall runs it later still).
 pub(crate) const CASE_SPAN: Duration = Duration::from_secs(6);
+
+/// Set while a case runs in this process: one at a time. Two threads of
+/// one client arm rules that match each other's requests, and one
+/// thread's disarm can leave the other's retry unheld (its call then
+/// succeeds while its first attempt waits: another path, an open bug; see
+/// `config::LATE_SUCCESS_ENV`).
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Clears [`RUNNING`] when the case ends, however it ends.
+struct OneCase;
+
+impl Drop for OneCase {
+    fn drop(&mut self) {
+        RUNNING.store(false, Ordering::SeqCst);
+    }
+}
 
 /// Waited past the late requests' run before the other client tries: they
 /// and the undos behind them have reached Redis by then.
@@ -63,14 +80,17 @@ impl Actor {
         let Some(proxy) = self.spec.proxy.clone() else {
             return;
         };
-        // Without a wait the member's call ends with its timed-out
-        // attempts (`try_lock`): the call fails, or a RedLock has its
-        // majority without it, and writes its undos behind them.
-        let wait = if crate::config::stalled_waits() {
-            wait
-        } else {
-            Duration::ZERO
-        };
+        if RUNNING.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _one = OneCase;
+        // Without a wait, and with every attempt held back, the member's
+        // call ends with its timed-out attempts (`try_lock`): the call
+        // fails, or a RedLock has its majority without it, and writes its
+        // undos behind them. The open bug's variant lets a later attempt
+        // through (see `config::LATE_SUCCESS_ENV`).
+        let open_bug = crate::config::late_success();
+        let wait = if open_bug { wait } else { Duration::ZERO };
         let set = self.spec.slot.current();
         // Between a restart's shutdown and its rebuild: nothing to stall.
         if set.clients[0].is_shut_down() {
@@ -80,12 +100,21 @@ impl Actor {
         // client (its field starts with the client's id): the first attempt
         // and the pool's retry, each on its own connection.
         let matcher = Matcher::script(&set.full(stalled), &[&format!("{}:", set.clients[0].id())]);
-        let rules = [0, 1].map(|_| {
-            proxy.arm(Rule {
-                matcher: matcher.clone(),
-                action: Action::DelayRequest(stall),
+        // The open bug's variant holds back the first attempt only in
+        // every other case: the pool's retry then goes through.
+        let held_back = if open_bug && stall.as_millis() % 2 == 1 {
+            1
+        } else {
+            2
+        };
+        let rules: Vec<_> = (0..held_back)
+            .map(|_| {
+                proxy.arm(Rule {
+                    matcher: matcher.clone(),
+                    action: Action::DelayRequest(stall),
+                })
             })
-        });
+            .collect();
         self.acquire_with(
             set.clone(),
             target.clone(),
@@ -94,7 +123,7 @@ impl Actor {
             None,
         );
         let returned = Instant::now();
-        let fired = rules.map(|armed| armed.disarm());
+        let fired: Vec<bool> = rules.into_iter().map(|armed| armed.disarm()).collect();
         let stalled_now = fired.iter().any(|f| *f);
         if stalled_now {
             self.record(Event::Note {
