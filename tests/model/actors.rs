@@ -425,6 +425,9 @@ pub(crate) struct ActorSpec {
     pub(crate) recorder: Recorder,
     pub(crate) interrupts: Arc<Interrupter>,
     pub(crate) stop: Arc<AtomicBool>,
+    /// When `stop` is due (a little early): a case that cannot end before
+    /// then is not begun (it would lengthen the wind-down and be cut short).
+    pub(crate) stops_at: Instant,
     /// Arms the fault proxy in front of the main server (`None` in child
     /// processes: the proxy lives in the test process).
     pub(crate) proxy: Option<Arming>,

@@ -98,6 +98,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         })
         .collect();
     let mut crew = Vec::new();
+    // Before the run phase's start below: a little early.
+    let stops_at = Instant::now() + spec.run_for;
     for (c, slot) in slots.iter().enumerate() {
         for t in 0..THREADS_PER_CLIENT {
             crew.push(actors::spawn(ActorSpec {
@@ -108,6 +110,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
                 recorder: recorder.clone(),
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
+                stops_at,
                 proxy: Some(proxy.arming()),
                 may_fork: false,
             }));
