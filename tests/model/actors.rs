@@ -15,8 +15,10 @@ use redhold::{Client, Interrupt};
 mod partitioned_release;
 mod short_lease_handover;
 mod stalled_drop;
+mod stalled_member;
 
 pub(crate) use partitioned_release::PARTITIONED;
+pub(crate) use stalled_member::{CASE_SPAN, LATE_MEMBER_KEPT, STALLED_MEMBER};
 mod wiped_reentry;
 
 use crate::config::{
@@ -423,6 +425,9 @@ pub(crate) struct ActorSpec {
     pub(crate) recorder: Recorder,
     pub(crate) interrupts: Arc<Interrupter>,
     pub(crate) stop: Arc<AtomicBool>,
+    /// When `stop` is due (a little early): a case that cannot end before
+    /// then is not begun (it would lengthen the wind-down and be cut short).
+    pub(crate) stops_at: Instant,
     /// Arms the fault proxy in front of the main server (`None` in child
     /// processes: the proxy lives in the test process).
     pub(crate) proxy: Option<Arming>,
@@ -662,6 +667,13 @@ impl Actor {
                 race_join,
             } => self.shared_channel_wake(first, then, lease, hold, race_join),
             Op::WipedReentry { target, spoil } => self.wiped_reentry(target, spoil),
+            Op::StalledMember {
+                target,
+                stalled,
+                stall,
+                wait,
+                lease,
+            } => self.stalled_member(target, stalled, stall, wait, lease),
         }
     }
 

@@ -99,6 +99,7 @@ pub(crate) fn child_main(spec: ChildSpec) {
                 recorder: recorder.fork(),
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
+                stops_at: Instant::now() + spec.run_for,
                 proxy: None,
                 may_fork: true,
             })

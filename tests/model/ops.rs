@@ -148,6 +148,19 @@ pub(crate) enum Op {
         short: Duration,
         overrun: Duration,
     },
+    /// Take `target` (a multi-lock or a RedLock) with `wait` and `lease`
+    /// while the acquire requests of its member `stalled` on the main
+    /// server are held back `stall` (a stalled server: the call gives up on
+    /// the member, whose requests run later), try it again at once, then
+    /// let another client take the member once the requests ran (see
+    /// `actors/stalled_member.rs`).
+    StalledMember {
+        target: Target,
+        stalled: &'static str,
+        stall: Duration,
+        wait: Duration,
+        lease: Duration,
+    },
 }
 
 /// What a forked process does with the client it inherited.
@@ -220,6 +233,7 @@ enum Choice {
     WipedReentry,
     PartitionedRelease,
     ShortLeaseHandover,
+    StalledMember,
 }
 
 /// Draws the next operation; `Fork` only when `may_fork`.
@@ -282,6 +296,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (10, Choice::WipedReentry),
             (4, Choice::PartitionedRelease),
             (6, Choice::ShortLeaseHandover),
+            (20, Choice::StalledMember),
         ]
     };
     match rng.weighted(&table) {
@@ -387,6 +402,42 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             short: rng.millis(200, 400),
             overrun: rng.millis(600, 1200),
         },
+        Choice::StalledMember => {
+            // Names of its own, a few (two cases at once on one name hide
+            // each other: a waiter counts as busy from its call on):
+            // another holder would hide a late hold left standing.
+            let (target, stalled) = if rng.chance(50) {
+                let mut names = vec!["m0", "m1", "m2", "m3"];
+                for i in (1..names.len()).rev() {
+                    names.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                names.truncate(rng.range(2, 3) as usize);
+                let stalled = *rng.pick(&names);
+                let target = Target {
+                    kind: Kind::Multi,
+                    names,
+                };
+                (target, stalled)
+            } else {
+                // One name on the three servers: the main server's member
+                // (behind the proxy) is the stalled one.
+                let name = *rng.pick(&["rm0", "rm1"]);
+                let target = Target {
+                    kind: Kind::Red,
+                    names: vec![name],
+                };
+                (target, name)
+            };
+            Op::StalledMember {
+                target,
+                stalled,
+                // Past both attempts' response timeouts (2 × 600 ms + 50 ms).
+                stall: rng.millis(1500, 2500),
+                wait: rng.millis(0, 300),
+                // Longer than the liveness bound (3 s) after the stall.
+                lease: rng.millis(4000, 5000),
+            }
+        }
         Choice::PartitionedRelease => {
             // The releases issue 33 names: plain, fair, read and write.
             let kind = *rng.pick(&[Kind::Plain, Kind::Fair, Kind::Read, Kind::Write]);

@@ -14,6 +14,7 @@
 //! | left by shutdown | right after a client's `shutdown()` returned, every holder field of it in a lock hash belongs to a thread with a hold that may still be there: a guard alive at the shutdown, a leaked hold, a release with an unknown outcome, a phantom count, an acquire that failed with an error (`shutdown_rules.rs`, `remains.rs`) | a fault on that server around the shutdown |
 //! | release after shutdown | a release (`unlock()`, `Lock::unlock`) sent after its client's `shutdown()` returned does not say `Ok` | none (red locks are left out) |
 //! | unlock of a guarded lock | `Lock::unlock()` by a thread that holds the lock only through live guards answers `NotHeld` and leaves the hold (flagged by the actor, see `actors::UNLOCK_GUARDED`) | none |
+//! | late member kept | once a multi-lock's or RedLock's member acquire that a stalled server ran late (after the call gave up on it) has run, the thread's `hold_count()` of that member is 0 when it holds no guard of it: the undo behind the late request gave it back (flagged by the actor, see `actors/stalled_member.rs`) | a fault on the main server around the case |
 //! | fork | a forked process's calls fail with `ForkedProcess`, it exits cleanly, and dropping every handle of a client it inherited leaves the parent's pub/sub connection alone (no reconnect) | a fault around it (for the reconnect only) |
 //!
 //! Every breach becomes a [`Violation`]; every excused one is counted.
@@ -127,6 +128,18 @@ pub(crate) fn judge(m: &Model) -> Verdict {
             (Class::Robustness, "fork")
         } else if text.starts_with(crate::actors::UNLOCK_GUARDED) {
             (Class::Safety, "unlock of a guarded lock")
+        } else if text.starts_with(crate::actors::LATE_MEMBER_KEPT) {
+            // A killed connection takes the undo behind a late acquire with
+            // it (documented: the late hold lasts its lease); a stall or a
+            // restart moves everything.
+            let faulted = m.faults.iter().any(|f| {
+                f.server == 0 && f.start < *at && f.tail() + crate::actors::CASE_SPAN > *at
+            });
+            if faulted {
+                v.excuse("late member kept: a fault on the main server around the case");
+                continue;
+            }
+            (Class::Liveness, "late member kept")
         } else {
             (Class::Model, "actor check")
         };
@@ -1014,5 +1027,51 @@ mod tests {
             },
         );
         assert_eq!(rules(&s.judge()), ["waiter starved"]);
+    }
+
+    #[test]
+    fn a_late_member_kept_is_reported_unless_a_main_server_fault_was_near() {
+        let flag = |s: &mut Script, ms: u64| {
+            s.at(
+                ms,
+                Event::Flag {
+                    actor: 1,
+                    text: format!(
+                        "{} hold_count() of m0 is 1",
+                        crate::actors::LATE_MEMBER_KEPT
+                    ),
+                },
+            );
+        };
+        let fault = |s: &mut Script, server: u8, start: u64, end: u64| {
+            s.at(
+                start,
+                Event::FaultStart {
+                    server,
+                    kind: "kill-normal".into(),
+                },
+            )
+            .at(
+                end,
+                Event::FaultEnd {
+                    server,
+                    kind: "kill-normal".into(),
+                },
+            );
+        };
+        let mut s = Script::new();
+        flag(&mut s, 9000);
+        assert_eq!(rules(&s.judge()), ["late member kept"]);
+        // A fault on another server, or long before the case: no excuse.
+        let mut s = Script::new();
+        fault(&mut s, 1, 8000, 8100);
+        fault(&mut s, 0, 100, 200);
+        flag(&mut s, 9000);
+        assert_eq!(rules(&s.judge()), ["late member kept"]);
+        // A killed connection on the main server during the case.
+        let mut s = Script::new();
+        fault(&mut s, 0, 7000, 7100);
+        flag(&mut s, 9000);
+        assert!(s.judge().violations.is_empty());
     }
 }

@@ -98,6 +98,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         })
         .collect();
     let mut crew = Vec::new();
+    // Before the run phase's start below: a little early.
+    let stops_at = Instant::now() + spec.run_for;
     for (c, slot) in slots.iter().enumerate() {
         for t in 0..THREADS_PER_CLIENT {
             crew.push(actors::spawn(ActorSpec {
@@ -108,6 +110,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
                 recorder: recorder.clone(),
                 interrupts: Arc::clone(&interrupts),
                 stop: Arc::clone(&stop),
+                stops_at,
                 proxy: Some(proxy.arming()),
                 may_fork: false,
             }));
@@ -283,7 +286,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
-         releases {}, {} violation(s); \
+         releases {}, stalled members {}, {} violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -311,6 +314,10 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         events
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::PARTITIONED)))
+            .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::STALLED_MEMBER)))
             .count(),
         violations.len(),
         excused
