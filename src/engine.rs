@@ -78,8 +78,9 @@ pub(crate) struct Engine {
     next_request: AtomicU64,
     /// Releases of dropped guards that Redis has not confirmed yet.
     pending: PendingReleases,
-    /// Undos written behind late acquires, until they have run.
-    undos: LateUndos,
+    /// Undos written behind late acquires, until they have run; shared with
+    /// the release worker, whose releases wait for them too.
+    undos: Arc<LateUndos>,
 }
 
 impl Engine {
@@ -91,9 +92,14 @@ impl Engine {
         counters: Arc<Counters>,
         id_text: String,
     ) -> Engine {
+        let undos = Arc::new(LateUndos::new(server.config().response_timeout));
         Engine {
-            pending: PendingReleases::new(Arc::clone(&server), Arc::clone(&renewals)),
-            undos: LateUndos::new(server.config().response_timeout),
+            pending: PendingReleases::new(
+                Arc::clone(&server),
+                Arc::clone(&renewals),
+                Arc::clone(&undos),
+            ),
+            undos,
             server,
             pubsub,
             renewals,

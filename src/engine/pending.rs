@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::undos::LateUndos;
 use crate::error::Result;
 use crate::kind::Target;
 use crate::renewals::{HoldRecord, RenewalMap};
@@ -114,6 +115,9 @@ impl Pending {
 struct Shared {
     server: Arc<Server>,
     renewals: Arc<RenewalMap>,
+    /// The undos behind late acquires: a release waits for those of its
+    /// lock and field (see `worker.rs`).
+    undos: Arc<LateUndos>,
     queue: Mutex<Vec<Arc<Pending>>>,
     wake: Condvar,
     /// Set at shutdown: the worker makes its last attempts until then.
@@ -136,11 +140,16 @@ impl std::fmt::Debug for PendingReleases {
 }
 
 impl PendingReleases {
-    pub(crate) fn new(server: Arc<Server>, renewals: Arc<RenewalMap>) -> Self {
+    pub(crate) fn new(
+        server: Arc<Server>,
+        renewals: Arc<RenewalMap>,
+        undos: Arc<LateUndos>,
+    ) -> Self {
         PendingReleases {
             shared: Arc::new(Shared {
                 server,
                 renewals,
+                undos,
                 queue: Mutex::default(),
                 wake: Condvar::new(),
                 stop_at: Mutex::new(None),

@@ -79,7 +79,7 @@ impl Engine {
             .then(|| started.checked_add(response_timeout))
             .flatten();
         let field = &hold.record.field;
-        let mut released = self.run_release(lock, &made, deadline, |at| {
+        let mut released = self.run_release(lock, field, &made, deadline, |at| {
             lock.kind.release_to(at, field, &request_id, to)
         });
         let (Mode::Drop(make) | Mode::Unlock(make)) = mode else {
@@ -115,7 +115,7 @@ impl Engine {
                 return Ok(());
             }
             // No room: wait for it here, within the retry rule.
-            released = self.run_release(lock, &made, None, |at| {
+            released = self.run_release(lock, field, &made, None, |at| {
                 lock.kind
                     .release(at, field, &request_id)
                     .map(ReleasedTo::code)
@@ -260,21 +260,31 @@ impl Engine {
     ) -> Result<Option<i64>> {
         let request_id = self.next_request_id();
         let made = AtomicU32::new(0);
-        self.run_release(lock, &made, None, |at| {
+        self.run_release(lock, field, &made, None, |at| {
             lock.kind.release(at, field, &request_id)
         })
     }
 
-    /// Runs one release request of `lock`'s kind: `made`
+    /// Runs one release request of `lock`'s kind for `field`: `made`
     /// counts its attempts (for the unlock latch), which end at `deadline`
     /// when one is given.
+    ///
+    /// Not before the undos written behind the thread's late acquires of
+    /// the lock have run (`attempt.rs`): each gives back one hold only while
+    /// the field counts more than the guards stood for when it was written,
+    /// so a release that ran before its late acquire would leave that hold
+    /// standing. Waiting for them fails like an outage (one response
+    /// timeout at most, or `deadline`): a drop's release then goes on in
+    /// the background, where the worker waits for them too.
     fn run_release<K: KindOps, T>(
         &self,
         lock: LockRef<'_, K>,
+        field: &str,
         made: &AtomicU32,
         deadline: Option<Instant>,
         script: impl FnOnce(crate::kind::Target<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.undos.settle(lock.name, field, deadline)?;
         let mut at = target(&self.server, lock);
         at.deadline = deadline;
         at.attempts_made = Some(made);

@@ -488,3 +488,59 @@ fn an_attempt_held_back_behind_a_retry_that_took_the_lock_is_given_back() {
         );
     }
 }
+
+/// As above, but each guard is dropped at once, before its held-back
+/// request arrives: the release must not run before the undo behind that
+/// request, or the late hold would take the freed lock and the undo (which
+/// gives back a hold only above the one guard) would leave it standing.
+/// The drop waits for the undo one response timeout, then its release
+/// goes on in the background after it; every lock is free soon after the
+/// late requests ran (before, the late hold kept each for 30 s).
+#[test]
+fn a_guard_dropped_before_its_held_back_attempt_arrives_leaves_the_lock_free() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = late_attempt_client(&proxy);
+    let rw = |name: &str| client.read_write_lock(name);
+    // Each guard dropped right after its call returned, its request still
+    // held back.
+    let take_and_drop = |(name, guard): (String, Box<dyn std::any::Any>)| {
+        drop(guard);
+        name
+    };
+    let names = [
+        take_and_drop(take_past_a_held_back_attempt(
+            &proxy,
+            &client.lock("late-drop:plain"),
+        )),
+        take_and_drop(take_past_a_held_back_attempt(
+            &proxy,
+            &client.fair_lock("late-drop:fair"),
+        )),
+        take_and_drop(take_past_a_held_back_attempt(
+            &proxy,
+            &client.fenced_lock("late-drop:fenced"),
+        )),
+        take_and_drop(take_past_a_held_back_attempt(
+            &proxy,
+            &client.spin_lock("late-drop:spin"),
+        )),
+        take_and_drop(take_past_a_held_back_attempt(
+            &proxy,
+            &rw("late-drop:rw-r").read(),
+        )),
+        take_and_drop(take_past_a_held_back_attempt(
+            &proxy,
+            &rw("late-drop:rw-w").write(),
+        )),
+    ];
+    for name in &names {
+        let free =
+            crate::bounded::wait_until(HELD_BACK + Duration::from_secs(3), || !server.exists(name));
+        assert!(
+            free.is_some(),
+            "{name}: a late hold kept the lock after its guard was dropped (PTTL {} ms)",
+            server.cmd::<i64>(&["PTTL", name])
+        );
+    }
+}

@@ -80,6 +80,9 @@ impl Shared {
             self.settled(pending);
             return Ok(());
         }
+        // Not before the undos behind the thread's late acquires of the lock
+        // have run (see `Engine::release`); until then, like an outage.
+        self.undos.settle(&pending.name, &pending.field, deadline)?;
         let target = Target {
             server: &self.server,
             name: &pending.name,
