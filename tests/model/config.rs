@@ -14,19 +14,6 @@ pub(crate) const SECS_ENV: &str = "REDHOLD_MODEL_SECS";
 pub(crate) const MASTER_ENV: &str = "REDHOLD_MODEL_MASTER_SEED";
 /// `1`: run every schedule even after one found a violation.
 pub(crate) const KEEP_GOING_ENV: &str = "REDHOLD_MODEL_KEEP_GOING";
-/// `1`: the stalled-member case (`actors/stalled_member.rs`) also calls
-/// with a wait and, in every other case, holds back only the member's
-/// first attempt, so that the call can end with the locks while a
-/// timed-out attempt still waits to run. An open bug: that late attempt
-/// is never given back (its hold stays with no guard until its lease
-/// runs out), so off by default until it is fixed.
-pub(crate) const LATE_SUCCESS_ENV: &str = "REDHOLD_MODEL_LATE_SUCCESS";
-
-/// Whether [`LATE_SUCCESS_ENV`] is set to `1`.
-pub(crate) fn late_success() -> bool {
-    std::env::var(LATE_SUCCESS_ENV).is_ok_and(|v| v == "1")
-}
-
 /// Watchdog timeout of every client in ms: short, so renewals (every
 /// 500 ms) and expiries happen many times per schedule, yet a second above
 /// the renewal period, so a loaded machine does not lose locks.

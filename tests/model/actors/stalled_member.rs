@@ -16,6 +16,13 @@
 //! of the lease (the liveness rule); one taken from a guard would show as
 //! two holders.
 //!
+//! In every other case only the first request is held back, and the call
+//! (with a wait of up to 300 ms) ends with the locks: the pool's retry or
+//! the wait's next try took the member while the first request still
+//! waits. The actor releases at once, before that request runs: the
+//! release must wait for the undo behind it, or the late request takes the
+//! freed member and the undo (one hold above the guards) leaves it held.
+//!
 //! The stall is the proxy's, not the server's: only the member's requests
 //! wait, so nothing else in the schedule is slowed down or excused.
 
@@ -43,9 +50,9 @@ pub(crate) const CASE_SPAN: Duration = Duration::from_secs(6);
 
 /// Set while a case runs in this process: one at a time. Two threads of
 /// one client arm rules that match each other's requests, and one
-/// thread's disarm can leave the other's retry unheld (its call then
-/// succeeds while its first attempt waits: another path, an open bug; see
-/// `config::LATE_SUCCESS_ENV`).
+/// thread's disarm can leave the other's retry unheld, which would make
+/// the case's variants (every attempt held back, or the first only) no
+/// longer its own to choose.
 static RUNNING: AtomicBool = AtomicBool::new(false);
 
 /// Clears [`RUNNING`] when the case ends, however it ends.
@@ -94,13 +101,13 @@ impl Actor {
             return;
         }
         let _one = OneCase;
-        // Without a wait, and with every attempt held back, the member's
-        // call ends with its timed-out attempts (`try_lock`): the call
-        // fails, or a RedLock has its majority without it, and writes its
-        // undos behind them. The open bug's variant lets a later attempt
-        // through (see `config::LATE_SUCCESS_ENV`).
-        let open_bug = crate::config::late_success();
-        let wait = if open_bug { wait } else { Duration::ZERO };
+        // With every attempt held back, the member's call ends with its
+        // timed-out attempts: the call fails, or a RedLock has its majority
+        // without it, and writes its undos behind them. With only the first
+        // held back (every other case), the pool's retry or the wait's next
+        // try takes the member while that attempt still waits to run: the
+        // call ends with the locks, an undo behind the late attempt, and
+        // the actor's release right after must wait for that undo.
         let set = self.spec.slot.current();
         // Between a restart's shutdown and its rebuild: nothing to stall.
         if set.clients[0].is_shut_down() {
@@ -110,13 +117,7 @@ impl Actor {
         // client (its field starts with the client's id): the first attempt
         // and the pool's retry, each on its own connection.
         let matcher = Matcher::script(&set.full(stalled), &[&format!("{}:", set.clients[0].id())]);
-        // The open bug's variant holds back the first attempt only in
-        // every other case: the pool's retry then goes through.
-        let held_back = if open_bug && stall.as_millis() % 2 == 1 {
-            1
-        } else {
-            2
-        };
+        let held_back = if stall.as_millis() % 2 == 1 { 1 } else { 2 };
         let rules: Vec<_> = (0..held_back)
             .map(|_| {
                 proxy.arm(Rule {
