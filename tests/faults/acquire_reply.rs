@@ -448,6 +448,43 @@ fn take_past_a_held_back_attempt<K: LockKind + 'static>(
     (name, Box::new(guard))
 }
 
+/// Takes a lock of every single kind, named `<prefix>:<kind>`, past a
+/// held-back attempt (see [`take_past_a_held_back_attempt`]); each guard
+/// is kept, or dropped right after its call returned, its request still
+/// held back, when `drop_at_once`.
+fn take_every_kind_past_a_held_back_attempt(
+    proxy: &FaultProxy,
+    client: &redhold::Client,
+    prefix: &str,
+    drop_at_once: bool,
+) -> Vec<(String, Option<Box<dyn std::any::Any>>)> {
+    let name = |kind: &str| format!("{prefix}:{kind}");
+    let rw = |kind: &str| client.read_write_lock(name(kind));
+    let mut taken = Vec::new();
+    let mut keep = |(name, guard): (String, Box<dyn std::any::Any>)| {
+        taken.push((name, (!drop_at_once).then_some(guard)));
+    };
+    keep(take_past_a_held_back_attempt(
+        proxy,
+        &client.lock(name("plain")),
+    ));
+    keep(take_past_a_held_back_attempt(
+        proxy,
+        &client.fair_lock(name("fair")),
+    ));
+    keep(take_past_a_held_back_attempt(
+        proxy,
+        &client.fenced_lock(name("fenced")),
+    ));
+    keep(take_past_a_held_back_attempt(
+        proxy,
+        &client.spin_lock(name("spin")),
+    ));
+    keep(take_past_a_held_back_attempt(proxy, &rw("rw-r").read()));
+    keep(take_past_a_held_back_attempt(proxy, &rw("rw-w").write()));
+    taken
+}
+
 /// An acquire whose first request is held back past the response timeout
 /// (a stalled path) while the pool's retry takes the lock: the held-back
 /// request still runs when it arrives, after the call returned its guard,
@@ -461,15 +498,7 @@ fn an_attempt_held_back_behind_a_retry_that_took_the_lock_is_given_back() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
     let client = late_attempt_client(&proxy);
-    let rw = |name: &str| client.read_write_lock(name);
-    let taken = vec![
-        take_past_a_held_back_attempt(&proxy, &client.lock("late-ok:plain")),
-        take_past_a_held_back_attempt(&proxy, &client.fair_lock("late-ok:fair")),
-        take_past_a_held_back_attempt(&proxy, &client.fenced_lock("late-ok:fenced")),
-        take_past_a_held_back_attempt(&proxy, &client.spin_lock("late-ok:spin")),
-        take_past_a_held_back_attempt(&proxy, &rw("late-ok:rw-r").read()),
-        take_past_a_held_back_attempt(&proxy, &rw("late-ok:rw-w").write()),
-    ];
+    let taken = take_every_kind_past_a_held_back_attempt(&proxy, &client, "late-ok", false);
     // Every held-back request has been let go and has run by then (the
     // last one was taken last), with whatever follows it on its connection.
     std::thread::sleep(HELD_BACK + Duration::from_millis(700));
@@ -501,40 +530,8 @@ fn a_guard_dropped_before_its_held_back_attempt_arrives_leaves_the_lock_free() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
     let client = late_attempt_client(&proxy);
-    let rw = |name: &str| client.read_write_lock(name);
-    // Each guard dropped right after its call returned, its request still
-    // held back.
-    let take_and_drop = |(name, guard): (String, Box<dyn std::any::Any>)| {
-        drop(guard);
-        name
-    };
-    let names = [
-        take_and_drop(take_past_a_held_back_attempt(
-            &proxy,
-            &client.lock("late-drop:plain"),
-        )),
-        take_and_drop(take_past_a_held_back_attempt(
-            &proxy,
-            &client.fair_lock("late-drop:fair"),
-        )),
-        take_and_drop(take_past_a_held_back_attempt(
-            &proxy,
-            &client.fenced_lock("late-drop:fenced"),
-        )),
-        take_and_drop(take_past_a_held_back_attempt(
-            &proxy,
-            &client.spin_lock("late-drop:spin"),
-        )),
-        take_and_drop(take_past_a_held_back_attempt(
-            &proxy,
-            &rw("late-drop:rw-r").read(),
-        )),
-        take_and_drop(take_past_a_held_back_attempt(
-            &proxy,
-            &rw("late-drop:rw-w").write(),
-        )),
-    ];
-    for name in &names {
+    let taken = take_every_kind_past_a_held_back_attempt(&proxy, &client, "late-drop", true);
+    for (name, _) in &taken {
         let free =
             crate::bounded::wait_until(HELD_BACK + Duration::from_secs(3), || !server.exists(name));
         assert!(
