@@ -37,7 +37,7 @@ pub(crate) type ReleaseFn =
 
 /// The most releases waiting at once; a drop that finds the queue full
 /// waits for its own release (within the retry rule's bound) instead.
-pub(super) const MAX_PENDING: usize = 1024;
+const MAX_PENDING: usize = 1024;
 /// The worker's first pause between rounds, and its longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(1);

@@ -13,10 +13,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::pending::MAX_PENDING;
 use crate::error::{Error, Result};
 use crate::names;
 use crate::server::Trailing;
+
+/// The most undos awaited at once (as many as releases may be pending):
+/// past it the oldest is no longer awaited.
+const MAX_UNDOS: usize = 1024;
 
 /// An undo written behind a late acquire, until its reply is read.
 #[derive(Debug)]
@@ -50,7 +53,7 @@ impl LateUndos {
         let mut undos = self.undos.lock();
         let now = Instant::now();
         undos.retain(|undo| !undo.trailing.expired(now));
-        if undos.len() >= MAX_PENDING {
+        if undos.len() >= MAX_UNDOS {
             // Its connection closes; the server still runs what it got,
             // but the next acquire of that lock no longer waits for it.
             log::warn!(
