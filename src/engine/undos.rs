@@ -1,12 +1,13 @@
 //! Undos written behind late acquires (see `engine/attempt.rs`), awaited
-//! by the thread's next acquire of the same lock.
+//! by the thread's next acquire and next release of the same lock.
 //!
 //! An undo behind a late acquire releases one hold only while the holder
-//! field counts more than its guards stand for. That check tells the late
-//! hold apart only while no later acquire of the same field runs before
-//! the undo: so the thread's next acquire of the lock first reads the
-//! undo's reply (the server has run it), and fails like an outage while
-//! the server is still away.
+//! field counts more than its guards stood for when it was written. That
+//! check tells the late hold apart only while no later acquire or release
+//! of the same field runs before the undo: so the thread's next acquire or
+//! release of the lock (the release worker's tries included) first reads
+//! the undo's reply (the server has run it), and fails like an outage
+//! while the server is still away.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

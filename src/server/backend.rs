@@ -147,8 +147,7 @@ fn parse(url: &str) -> Result<ConnectionInfo> {
     if !info.addr().is_supported() {
         return Err(invalid_url(
             url,
-            "this address type (a unix socket, or TLS in a build without TLS) is not \
-             supported on this platform",
+            "unix sockets are not supported on this platform",
         ));
     }
     Ok(info)
