@@ -22,6 +22,7 @@ mod deadline_stalled;
 mod drop_stalled;
 mod holder_killed;
 mod hostile_replies;
+mod lane;
 mod lost_release;
 mod outage;
 mod pubsub_killed;

@@ -21,8 +21,12 @@
 //!   filler.
 //!
 //! A rule fires once (on the first matching request, or the N-th with
-//! [`Matcher::nth`]) and is then spent. The proxy stops when dropped: it
-//! shuts every socket down and joins every thread it started.
+//! [`Matcher::nth`]) and is then spent. A standing rule
+//! ([`Arming::arm_every`], [`Arming::arm_for`]) fires on every matching
+//! request instead, until it is disarmed or its window closes: every
+//! release of a lock held back, say, not just the first. One-shot rules
+//! are looked at first. The proxy stops when dropped: it shuts every socket
+//! down and joins every thread it started.
 //!
 //! [`Arming::partition`] (or [`Arming::start_partition`] and
 //! [`Arming::heal`]) cuts the network instead: every open connection is
@@ -212,9 +216,47 @@ impl Armed {
         true
     }
 
-    /// Takes the rule back if it has not fired; whether it had fired.
+    /// How many times the rule fired so far (at most once for a one-shot
+    /// rule; every matching request for a standing one).
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn times_fired(&self) -> usize {
+        self.shared
+            .fired
+            .lock()
+            .iter()
+            .filter(|id| **id == self.id)
+            .count()
+    }
+
+    /// Waits until the rule fired at least `times` times, at most `limit`;
+    /// whether it did.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn wait_fired_times(&self, times: usize, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let count = |fired: &Vec<u64>| fired.iter().filter(|id| **id == self.id).count();
+        let mut fired = self.shared.fired.lock();
+        while count(&fired) < times {
+            if self
+                .shared
+                .fired_changed
+                .wait_until(&mut fired, deadline)
+                .timed_out()
+            {
+                return count(&fired) >= times;
+            }
+        }
+        true
+    }
+
+    /// Takes the rule back if it has not fired; whether it had fired. A
+    /// standing rule stops firing from now on (requests it is holding back
+    /// still go on when their time is up).
     pub(crate) fn disarm(self) -> bool {
         self.shared.rules.lock().retain(|(id, _)| *id != self.id);
+        self.shared
+            .standing
+            .lock()
+            .retain(|standing| standing.id != self.id);
         let mut fired = self.shared.fired.lock();
         let was = fired.contains(&self.id);
         fired.retain(|id| *id != self.id);
@@ -230,7 +272,11 @@ struct Shared {
     stop: AtomicBool,
     next_id: AtomicU64,
     rules: Mutex<Vec<(u64, Rule)>>,
-    /// Rules that fired and were not yet disarmed.
+    /// Standing rules: they fire on every matching request until disarmed
+    /// or until their window closes.
+    standing: Mutex<Vec<Standing>>,
+    /// Rules that fired and were not yet disarmed (a standing rule once
+    /// per request it fired on).
     fired: Mutex<Vec<u64>>,
     fired_changed: Condvar,
     /// Both sockets of every live connection, to cut them all on stop.
@@ -249,9 +295,24 @@ struct Shared {
     trickle_all: Mutex<Option<Duration>>,
 }
 
+/// A rule that fires on every matching request (see [`Arming::arm_every`]).
+#[derive(Debug)]
+struct Standing {
+    id: u64,
+    rule: Rule,
+    /// Matches no request after this moment (and is then forgotten).
+    until: Option<Instant>,
+}
+
 impl Shared {
-    /// The first armed rule matching `args`, taken out (rules fire once).
+    /// The first armed rule matching `args`, taken out (rules fire once);
+    /// else the first standing rule matching it, which stays.
     fn take_rule(&self, args: &[Vec<u8>]) -> Option<(u64, Action)> {
+        self.take_one_shot(args)
+            .or_else(|| self.match_standing(args))
+    }
+
+    fn take_one_shot(&self, args: &[Vec<u8>]) -> Option<(u64, Action)> {
         let mut rules = self.rules.lock();
         let mut at = None;
         for (pos, (_, rule)) in rules.iter_mut().enumerate() {
@@ -267,6 +328,23 @@ impl Shared {
         }
         let (id, rule) = rules.remove(at?);
         Some((id, rule.action))
+    }
+
+    fn match_standing(&self, args: &[Vec<u8>]) -> Option<(u64, Action)> {
+        let mut standing = self.standing.lock();
+        let now = Instant::now();
+        standing.retain(|s| s.until.is_none_or(|until| now < until));
+        for s in standing.iter_mut() {
+            if !s.rule.matcher.matches(args) {
+                continue;
+            }
+            if s.rule.matcher.skip > 0 {
+                s.rule.matcher.skip -= 1;
+                continue;
+            }
+            return Some((s.id, s.rule.action));
+        }
+        None
     }
 
     fn fire(&self, id: u64, action: Action) {
@@ -367,6 +445,7 @@ impl FaultProxy {
             stop: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             rules: Mutex::new(Vec::new()),
+            standing: Mutex::new(Vec::new()),
             fired: Mutex::new(Vec::new()),
             fired_changed: Condvar::new(),
             live: Mutex::new(Vec::new()),
@@ -427,6 +506,34 @@ impl Arming {
     pub(crate) fn arm(&self, rule: Rule) -> Armed {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         self.shared.rules.lock().push((id, rule));
+        Armed {
+            id,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Arms `rule` as a standing rule: every request that matches it from
+    /// now on gets its action (the first `skip` only count down, as with
+    /// [`Matcher::nth`]), until [`Armed::disarm`]. One-shot rules armed
+    /// with [`arm`](Self::arm) come first.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn arm_every(&self, rule: Rule) -> Armed {
+        self.arm_standing(rule, None)
+    }
+
+    /// As [`arm_every`](Self::arm_every), for requests that arrive within
+    /// `window` from now only: a stalled path that heals by itself.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    pub(crate) fn arm_for(&self, rule: Rule, window: Duration) -> Armed {
+        self.arm_standing(rule, Instant::now().checked_add(window))
+    }
+
+    fn arm_standing(&self, rule: Rule, until: Option<Instant>) -> Armed {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .standing
+            .lock()
+            .push(Standing { id, rule, until });
         Armed {
             id,
             shared: Arc::clone(&self.shared),
@@ -831,6 +938,7 @@ mod tests {
                     action: Action::LoseReply,
                 },
             )]),
+            standing: Mutex::default(),
             fired: Mutex::default(),
             fired_changed: Condvar::new(),
             live: Mutex::default(),
@@ -847,5 +955,43 @@ mod tests {
         assert_eq!(shared.take_rule(&hit), None, "2nd");
         assert_eq!(shared.take_rule(&hit), Some((7, Action::LoseReply)), "3rd");
         assert_eq!(shared.take_rule(&hit), None, "spent");
+    }
+
+    #[test]
+    fn a_standing_rule_fires_on_every_matching_request_until_disarmed() {
+        let proxy = FaultProxy::start(1);
+        let arming = proxy.arming();
+        let hit = vec![b"EVALSHA".to_vec(), b"sha".to_vec(), b"key".to_vec()];
+        let miss = vec![b"EVALSHA".to_vec(), b"sha".to_vec(), b"other".to_vec()];
+        let held = Action::DelayRequest(Duration::from_millis(1));
+        let every = arming.arm_every(Rule {
+            matcher: Matcher::script("key", &[]).nth(2),
+            action: held,
+        });
+        let shared = &proxy.shared;
+        assert_eq!(shared.take_rule(&hit), None, "1st: counted down");
+        assert_eq!(shared.take_rule(&miss), None, "not counted");
+        for n in 2..5 {
+            assert_eq!(shared.take_rule(&hit), Some((every.id, held)), "{n}th");
+        }
+        // A one-shot rule comes first, once.
+        let once = arming.arm(Rule {
+            matcher: Matcher::script("key", &[]),
+            action: Action::LoseReply,
+        });
+        assert_eq!(shared.take_rule(&hit), Some((once.id, Action::LoseReply)));
+        assert_eq!(shared.take_rule(&hit), Some((every.id, held)));
+        every.disarm();
+        assert_eq!(shared.take_rule(&hit), None, "disarmed");
+        // A window that has closed matches nothing.
+        let closed = arming.arm_for(
+            Rule {
+                matcher: Matcher::script("key", &[]),
+                action: held,
+            },
+            Duration::ZERO,
+        );
+        assert_eq!(shared.take_rule(&hit), None, "window closed");
+        assert_eq!(closed.times_fired(), 0);
     }
 }
