@@ -7,12 +7,14 @@
 //! handles and guards of the public API stand on it.
 
 mod attempt;
+mod finish;
 mod first_busy;
 mod give_back;
+mod lane;
 pub(crate) mod outage;
-mod pending;
 mod release;
-mod undos;
+pub(crate) mod request_ids;
+mod unguarded;
 mod wait;
 
 use std::cell::{Cell, RefCell};
@@ -25,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::interrupt::Interrupt;
 use crate::kind::sealed::KindOps;
-use crate::kind::{Attempt, Target};
+use crate::kind::Target;
 use crate::names;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
@@ -34,10 +36,10 @@ use crate::stats::Counters;
 use crate::thread_id;
 use crate::waiting::Waiting;
 
-use pending::PendingReleases;
-pub(crate) use pending::ReleaseFn;
+pub(crate) use lane::ReleaseFn;
+use lane::{Lanes, PendingRelease, Turn};
 pub(crate) use release::Mode;
-use undos::LateUndos;
+use request_ids::RequestIds;
 
 /// How long a thread that did not wait stands back after a local release
 /// found waiters parked, so that the woken waiter gets the lock instead of a
@@ -75,12 +77,13 @@ pub(crate) struct Engine {
     /// The client's id as it appears in holder fields: lowercase, hyphenated.
     id_text: String,
     /// Numbers release requests, for the unlock latch.
-    next_request: AtomicU64,
-    /// Releases of dropped guards that Redis has not confirmed yet.
-    pending: PendingReleases,
-    /// Undos written behind late acquires, until they have run; shared with
-    /// the release worker, whose releases wait for them too.
-    undos: Arc<LateUndos>,
+    requests: Arc<RequestIds>,
+    /// Numbers acquire calls, for the lanes they keep (see `lane.rs`).
+    next_call: AtomicU64,
+    /// One ordered lane per (lock, holder): every request that names a
+    /// holder's field goes through it, and what the server has not
+    /// confirmed waits there, settled by the next step or the worker.
+    lanes: Lanes,
 }
 
 impl Engine {
@@ -92,21 +95,16 @@ impl Engine {
         counters: Arc<Counters>,
         id_text: String,
     ) -> Engine {
-        let undos = Arc::new(LateUndos::new(server.config().response_timeout));
         Engine {
-            pending: PendingReleases::new(
-                Arc::clone(&server),
-                Arc::clone(&renewals),
-                Arc::clone(&undos),
-            ),
-            undos,
+            lanes: Lanes::new(Arc::clone(&server), Arc::clone(&renewals)),
             server,
             pubsub,
             renewals,
             counters,
             waiting: Waiting::default(),
+            requests: Arc::new(RequestIds::new(&id_text)),
             id_text,
-            next_request: AtomicU64::new(1),
+            next_call: AtomicU64::new(1),
         }
     }
 
@@ -146,13 +144,13 @@ impl Engine {
         };
         let left = self.waiting.wait_until_none(deadline);
         // Releases of dropped guards get what is left of the grace.
-        self.pending.shutdown(deadline);
+        self.lanes.shutdown(deadline);
         left
     }
 
     /// How many releases of dropped guards Redis has not confirmed yet.
     pub(crate) fn pending_releases(&self) -> usize {
-        self.pending.len()
+        self.lanes.pending_releases()
     }
 
     /// Carries on, in the release worker, the give-back `undo` that ends a
@@ -172,17 +170,34 @@ impl Engine {
                 .run_until(at.deadline, |conn| undo.query::<redis::Value>(conn))?;
             Ok(Some(1))
         });
-        let pending = pending::Pending::give_back(Arc::clone(name), latch_alive_until, run);
-        self.pending.push(pending).is_ok()
+        // A lane of its own (no holder field): nobody else sends on it.
+        let give_back = PendingRelease::sync_give_back(latch_alive_until, run);
+        self.lanes
+            .hand_to_worker(
+                name,
+                &Arc::from(""),
+                lane::Entry::Release(Arc::new(give_back)),
+            )
+            .is_ok()
     }
 
-    /// Settles the calling thread's pending releases of `name` (its
-    /// `field`), and waits for the undos of its late acquires of it, so
-    /// that what Redis then counts for the thread is what the thread holds;
-    /// an error while one is still unconfirmed.
-    pub(crate) fn settle_pending(&self, name: &str, field: &str) -> Result<()> {
-        self.undos.settle(name, field, None)?;
-        self.pending.settle(name, field, None)
+    /// Settles what the lane of `field` in `name` keeps (releases still on
+    /// their way, undos behind late acquires), within one response timeout,
+    /// so that what Redis then counts for the holder is what it holds; an
+    /// error while one is still unconfirmed. Fails in a forked child
+    /// before it touches anything.
+    pub(crate) fn settle_pending(&self, name: &Arc<str>, field: &Arc<str>) -> Result<()> {
+        self.server.check_process()?;
+        let deadline = self.step_deadline();
+        self.lanes.enter(name, field, None, deadline).map(drop)
+    }
+
+    /// The deadline of a step that may wait one response timeout for its
+    /// lane (an acquire attempt, a settle).
+    fn step_deadline(&self) -> Instant {
+        let now = Instant::now();
+        now.checked_add(self.server.config().response_timeout)
+            .unwrap_or(now)
     }
 
     /// The calling thread's field in the hash of a lock of kind `kind`.
@@ -220,8 +235,12 @@ impl Engine {
 
     /// A request id unique across clients, for the unlock latch.
     pub(crate) fn next_request_id(&self) -> String {
-        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.id_text)
+        self.requests.next()
+    }
+
+    /// Makes request ids, for a release the worker carries on.
+    fn request_ids(&self) -> Arc<RequestIds> {
+        Arc::clone(&self.requests)
     }
 
     /// Takes the lock, waiting at most `wait` (forever when `None`), with
@@ -242,6 +261,7 @@ impl Engine {
         };
         let call = Call {
             engine: self,
+            id: self.next_call.fetch_add(1, Ordering::Relaxed),
             lock,
             lease,
             lease_ms,
@@ -256,41 +276,17 @@ impl Engine {
         // Counted until the call has left any queue it joined and given
         // back a hold it must not keep, so that shutdown can wait for that.
         let _waiting = self.waiting.enter();
-        let outcome = if wait == Some(Duration::ZERO) {
-            // A try that will not wait joins no queue: nothing to leave.
-            let started = Instant::now();
-            call.try_acquire(false).map(|attempt| match attempt {
-                Attempt::Acquired { grant, holds } => Some(call.hold(started, grant, holds)),
-                Attempt::Busy(_) => None,
-            })
+        let waits = wait != Some(Duration::ZERO);
+        let outcome = if waits {
+            call.acquire_waiting(wait, interrupt)
         } else {
-            let outcome = call.acquire_waiting(wait, interrupt);
-            if !matches!(outcome, Ok(Some(_))) {
-                // Every way out without the lock, errors and shutdown
-                // included, leaves the queue (a fair lock's first attempt
-                // may have queued us even when its reply was lost).
-                call.give_up();
-            }
-            outcome
+            // A try that will not wait joins no queue: nothing to leave.
+            call.try_acquire(false).map(|taken| match taken {
+                Taken::Held(held) => Some(held),
+                Taken::Busy(_) => None,
+            })
         };
-        if outcome.is_err() {
-            // Never leave a hold behind that no guard owns.
-            call.settle_unsure();
-        }
-        let outcome = match outcome {
-            // Taken as the client shut down: an attempt sent before
-            // `close`, or a hand-over whose release was. Checked last, so
-            // that no guard comes out after shutdown began.
-            Ok(Some((hold, _))) if self.server.is_closed() => {
-                call.give_back(hold);
-                Err(Error::Shutdown)
-            }
-            outcome => outcome,
-        };
-        // An attempt that timed out before the one that ended the call may
-        // still run, with the lock taken or not: its undo follows it.
-        call.undo_late();
-        outcome
+        call.finish(outcome, waits)
     }
 }
 
@@ -310,6 +306,9 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
 /// One acquire call: the lock, the calling thread's field and the lease.
 struct Call<'a, K> {
     engine: &'a Engine,
+    /// Names the call for the lane it keeps while its late attempts have
+    /// no undo yet (see `lane.rs`).
+    id: u64,
     lock: LockRef<'a, K>,
     lease: Option<Duration>,
     lease_ms: u64,
@@ -324,10 +323,25 @@ struct Call<'a, K> {
     late: RefCell<LateRequests>,
 }
 
+/// What one acquire attempt (one step on the lane) ends with: the hold
+/// and its grant, or the lock busy with this TTL left.
+enum Taken<G> {
+    Held((Hold, G)),
+    Busy(i64),
+}
+
 impl<K: KindOps> Call<'_, K> {
     /// Records a hold just taken (`holds` = the thread's hold count in
-    /// Redis now) and says how it is kept alive.
-    fn hold(&self, started: Instant, grant: K::Grant, holds: u32) -> (Hold, K::Grant) {
+    /// Redis now) and says how it is kept alive; holds Redis counts beyond
+    /// the guards are given back on the step's `turn` (a hold handed over
+    /// by a local release has none, and no turn).
+    fn hold(
+        &self,
+        turn: Option<&Turn<'_>>,
+        started: Instant,
+        grant: K::Grant,
+        holds: u32,
+    ) -> (Hold, K::Grant) {
         let (record, orphans) = self.engine.renewals.add(
             self.lock.name,
             &self.field,
@@ -337,7 +351,18 @@ impl<K: KindOps> Call<'_, K> {
             self.lease,
         );
         if orphans > 0 {
-            self.release_orphans(orphans);
+            match turn {
+                Some(turn) => self.release_orphans(turn, orphans),
+                None => match self.step() {
+                    Ok(turn) => self.release_orphans(&turn, orphans),
+                    Err(e) => log::warn!(
+                        "redhold: holds of {:?} counted twice could not be given back: {}; \
+                         the lock stays held until its TTL runs out",
+                        names::shorten(self.lock.name),
+                        e.report()
+                    ),
+                },
+            }
         }
         let renewal = match self.lease {
             None => Renewal::Watched,
@@ -350,17 +375,16 @@ impl<K: KindOps> Call<'_, K> {
         (Hold { record, renewal }, grant)
     }
 
-    /// Tells the kind that this thread stopped waiting without the lock (a
-    /// fair lock then leaves its queue). Best effort: a waiter that cannot
-    /// say so is dropped from the queue once its deadline passes.
-    fn give_up(&self) {
-        if let Err(e) = self.lock.kind.give_up(self.target(), &self.field) {
-            log::debug!(
-                "redhold: leaving the queue of {:?} failed: {}",
-                names::shorten(self.lock.name),
-                e.report()
-            );
-        }
+    /// This call's turn on its lane, every earlier request of the holder
+    /// on the lock confirmed: a step may send. Fails like an outage when
+    /// they are not within one response timeout.
+    fn step(&self) -> Result<Turn<'_>> {
+        self.engine.lanes.enter(
+            self.lock.name,
+            &self.field,
+            Some(self.id),
+            self.engine.step_deadline(),
+        )
     }
 
     fn target(&self) -> Target<'_> {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::engine::{self, LockRef, Mode, ReleaseFn};
+use crate::engine::{self, LockRef, Mode};
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::hold::Hold;
@@ -266,6 +266,7 @@ impl<K: LockKind> Lock<K> {
     pub fn hold_count(&self) -> Result<u32> {
         self.validate()?;
         let field = self.client.engine().field(&self.keys.kind);
+        // Fails in a forked child before it touches anything.
         self.client
             .engine()
             .settle_pending(&self.keys.name, &field)?;
@@ -331,21 +332,7 @@ impl<K: LockKind> Lock<K> {
     /// Releases the hold a guard stands for: on the guard's drop, or with
     /// its `unlock` (see [`Mode`]).
     pub(crate) fn release(&self, hold: &Hold, on_drop: bool) -> Result<()> {
-        // What the client's release worker runs if Redis does not confirm
-        // the release in time (see `engine/pending.rs`).
-        let background = || -> ReleaseFn {
-            let keys = Arc::clone(&self.keys);
-            Arc::new(move |at, field, id| {
-                keys.kind
-                    .release(at, field, id)
-                    .map_err(|e| crate::kind::wrong_kind(&keys.name, K::DESCRIPTION, e))
-            })
-        };
-        let mode = if on_drop {
-            Mode::Drop(&background)
-        } else {
-            Mode::Unlock(&background)
-        };
+        let mode = if on_drop { Mode::Drop } else { Mode::Unlock };
         self.client.engine().release(self.lock_ref(), hold, mode)
     }
 

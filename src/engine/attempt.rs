@@ -34,7 +34,8 @@ use std::cell::RefCell;
 use std::time::Instant;
 
 use super::give_back::MAX_ORPHANS_RELEASED;
-use super::Call;
+use super::lane::{Entry, Turn};
+use super::{Call, Taken};
 use crate::error::{reply_was_read, Error, Result};
 use crate::kind::sealed::{unexpected_reply, KindOps};
 use crate::kind::Target;
@@ -44,29 +45,40 @@ use crate::server::backend::Conn;
 use crate::server::{Recorder, Resends, Trailing};
 
 impl<K: KindOps> Call<'_, K> {
-    /// One acquire attempt. An acquire that the replicas did not confirm
-    /// in time (`sync_replicas`) is undone before the error is returned.
-    /// Notes whether its outcome is unknown, for [`settle_unsure`].
+    /// One acquire attempt, a step on the lock's lane for this thread: it
+    /// goes once every earlier request of the thread on the lock is
+    /// confirmed (a release still on its way would decrement the same
+    /// field after it), and fails like an outage until then. An acquire
+    /// that the replicas did not confirm in time (`sync_replicas`) is
+    /// undone before the error is returned. Notes whether its outcome is
+    /// unknown, for [`settle_unsure`].
     ///
     /// A thread that counts holds of the lock sends a re-entry only: when
     /// Redis has lost those holds, their generation is over (its guards
     /// are stale) and a second request takes the lock anew.
     ///
     /// [`settle_unsure`]: Self::settle_unsure
-    pub(super) fn try_acquire(&self, may_queue: bool) -> Result<Attempt<K::Grant>> {
+    pub(super) fn try_acquire(&self, may_queue: bool) -> Result<Taken<K::Grant>> {
         let engine = self.engine;
         engine.server.check_open()?;
-        // A release of this thread's earlier hold still pending would
-        // decrement the same field after this acquire: settle it first.
-        engine.settle_pending(self.lock.name, &self.field)?;
+        let turn = self.step()?;
+        let started = Instant::now();
         let holds_here = engine.renewals.counted(self.lock.name, &self.field) > 0;
-        let mut reply = self.send_acquire(may_queue, holds_here);
+        let mut reply = self.send_acquire(&turn, may_queue, holds_here);
         if holds_here && matches!(reply, Ok(AcquireReply::HoldsGone)) {
             self.holds_gone();
-            reply = self.send_acquire(may_queue, false);
+            reply = self.send_acquire(&turn, may_queue, false);
+        }
+        if !self.late.borrow().is_empty() {
+            // Until their undos are written, no other call's step may
+            // send on this lane (see `lane.rs`).
+            turn.keep_for_late_call();
         }
         match reply? {
-            AcquireReply::Ran(attempt) => Ok(attempt),
+            AcquireReply::Ran(Attempt::Acquired { grant, holds }) => {
+                Ok(Taken::Held(self.hold(Some(&turn), started, grant, holds)))
+            }
+            AcquireReply::Ran(Attempt::Busy(ttl)) => Ok(Taken::Busy(ttl)),
             // Only a re-entry replies so.
             AcquireReply::HoldsGone => Err(unexpected_reply(self.lock.name, "holds gone")),
         }
@@ -87,8 +99,14 @@ impl<K: KindOps> Call<'_, K> {
         }
     }
 
-    /// Sends one acquire request (see [`AcquireRequest`]).
-    fn send_acquire(&self, may_queue: bool, holds_here: bool) -> Result<AcquireReply<K::Grant>> {
+    /// Sends one acquire request (see [`AcquireRequest`]) on the step's
+    /// `turn`.
+    fn send_acquire(
+        &self,
+        turn: &Turn<'_>,
+        may_queue: bool,
+        holds_here: bool,
+    ) -> Result<AcquireReply<K::Grant>> {
         let engine = self.engine;
         let request = AcquireRequest {
             lease_ms: self.lease_ms,
@@ -109,7 +127,7 @@ impl<K: KindOps> Call<'_, K> {
         self.unsure_is_late
             .set(self.unsure.get() && self.late.borrow().kept() > kept_before);
         if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
-            match engine.release_script(self.lock, &self.field) {
+            match engine.release_script(turn, self.lock, &self.field, None) {
                 // The undo itself is not replicated either, but it stands
                 // on the master, which is what the next acquire checks.
                 Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
@@ -130,21 +148,16 @@ impl<K: KindOps> Call<'_, K> {
     /// that no guard owns and a re-entry's count agrees with Redis. One
     /// look, within one response timeout (Redis is likely away when the
     /// call failed on the network): when it fails, a hold the attempt may
-    /// have taken expires after its lease, renewed by nobody.
+    /// have taken expires after its lease, renewed by nobody. Runs on the
+    /// call's last `turn`, whose earlier requests are all confirmed.
     #[cold]
-    pub(super) fn settle_unsure(&self) {
-        if !self.unsure.replace(false) {
+    pub(super) fn settle_unsure(&self, turn: &Turn<'_>) {
+        if !self.unsure.replace(false) || self.unsure_is_late.get() {
+            // Nothing unknown, or the last attempt may still run: a look
+            // now could come before it. Its undo follows it instead.
             return;
         }
-        // Our own traces: given back even while the client shuts down.
-        let _giving_back = self.engine.server.giving_back();
         let here = self.engine.renewals.counted(self.lock.name, &self.field);
-        self.undo_late();
-        if self.unsure_is_late.get() {
-            // The last attempt may still run: a look now could come before
-            // it. Its undo follows it instead.
-            return;
-        }
         let config = self.engine.server.config();
         let deadline = Instant::now().checked_add(config.response_timeout);
         let in_redis = self
@@ -173,7 +186,7 @@ impl<K: KindOps> Call<'_, K> {
                     in_redis - here
                 };
                 for _ in 0..extra.min(MAX_ORPHANS_RELEASED) {
-                    if !self.give_back_one("a hold whose acquire reply was lost") {
+                    if !self.give_back_one(turn, "a hold whose acquire reply was lost") {
                         return;
                     }
                 }
@@ -191,36 +204,37 @@ impl<K: KindOps> Call<'_, K> {
     /// attempt of it that timed out may still run on a stalled server (or
     /// arrive late over a slow path), after the attempt that ended the call.
     /// An undo follows each (see [`undo_behind`](Self::undo_behind)),
-    /// counting the holds the thread's guards stand for now, the call's own
-    /// included when it took the lock.
-    pub(super) fn undo_late(&self) {
+    /// counting the holds Redis must keep once it has run: those the
+    /// thread's guards stand for now (the call's own included when it took
+    /// the lock), and one for each release on the lane not yet confirmed
+    /// (it runs after the undo, or ran before it: then the late hold is
+    /// left to the orphan rules, never a guarded one released). Then other
+    /// calls' steps may send on the lane again.
+    pub(super) fn undo_late(&self, turn: &Turn<'_>) {
         let late = self.late.borrow_mut().take();
-        if late.is_empty() {
-            return;
+        if !late.is_empty() {
+            let here = self.engine.renewals.counted(self.lock.name, &self.field);
+            self.undo_behind(turn, late, here.saturating_add(turn.releases_pending()));
         }
-        // Our own traces: written even while the client shuts down.
-        let _giving_back = self.engine.server.giving_back();
-        let here = self.engine.renewals.counted(self.lock.name, &self.field);
-        self.undo_behind(late, here);
+        turn.late_undone();
     }
 
     /// Writes an undo behind each attempt of the call that a stalled server
     /// may run late: the kind's release with the condition "only while the
-    /// field counts more than `here` holds" (those its guards stand for),
-    /// and its give-up (a fair queue's entry; nothing for other kinds),
-    /// recorded, then written on the attempt's own connection, so that it
-    /// runs right after the attempt, whenever that is. The thread's next
-    /// acquire of the lock waits for their replies (`pending.rs`): no later
-    /// acquire of the field may run before them, or the count check could
-    /// not tell its hold from the late one's.
+    /// field counts more than `above` holds", and its give-up (a fair
+    /// queue's entry; nothing for other kinds), recorded, then written on
+    /// the attempt's own connection, so that it runs right after the
+    /// attempt, whenever that is. Each waits on the lane until its reply is
+    /// read: no later request of the field may run before it, or its count
+    /// check could not tell a later hold from the late one.
     #[cold]
-    fn undo_behind(&self, late: Vec<Conn>, here: u32) {
+    fn undo_behind(&self, turn: &Turn<'_>, late: Vec<Conn>, above: u32) {
         let engine = self.engine;
         let keep_until = Instant::now() + Resends::Retries.latch_ttl(engine.server.config());
         for conn in late {
             let recorder = RefCell::new(Recorder::default());
             let at = Target {
-                undo_above: Some(here),
+                undo_above: Some(above),
                 recorder: Some(&recorder),
                 ..self.target()
             };
@@ -234,7 +248,17 @@ impl<K: KindOps> Call<'_, K> {
             let _ = self.lock.kind.give_up(at, &self.field);
             let (commands, count) = recorder.into_inner().into_commands();
             match Trailing::follow(conn, &commands, count, keep_until) {
-                Ok(trailing) => engine.undos.push(self.lock.name, &self.field, trailing),
+                Ok(trailing) => {
+                    if turn.push(Entry::Undo(Box::new(trailing.into()))).is_err() {
+                        // Its connection closes; the server still runs what
+                        // it got, but nobody waits for it.
+                        log::warn!(
+                            "redhold: too many requests unconfirmed; the undo behind a late \
+                             acquire of {:?} is no longer awaited",
+                            names::shorten(self.lock.name)
+                        );
+                    }
+                }
                 Err(e) => log::warn!(
                     "redhold: an acquire of {:?} may run late on a stalled server, and its \
                      undo could not follow it ({e}); if it runs, the hold expires after its \

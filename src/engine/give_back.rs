@@ -1,7 +1,9 @@
 //! Holds of ours in Redis that no guard stands for, given back: an
 //! acquire counted twice, a hold taken as the client shut down, the trace
-//! of a hand-over whose reply was lost.
+//! of a hand-over whose reply was lost. Each is a release on the lock's
+//! lane, sent by whoever holds the turn.
 
+use super::lane::Turn;
 use super::{Call, Hold};
 use crate::kind::sealed::KindOps;
 use crate::names;
@@ -18,21 +20,26 @@ impl<K: KindOps> Call<'_, K> {
     /// Left alone they would keep the lock after the last guard's release
     /// until its TTL ran out. Best effort: a failure costs only that delay.
     #[cold]
-    pub(super) fn release_orphans(&self, orphans: u32) {
+    pub(super) fn release_orphans(&self, turn: &Turn<'_>, orphans: u32) {
         for _ in 0..orphans.min(MAX_ORPHANS_RELEASED) {
-            if !self.give_back_one("a hold counted twice") {
+            if !self.give_back_one(turn, "a hold counted twice") {
                 return;
             }
         }
     }
 
     /// Releases one hold under this thread's field that no guard stands
-    /// for (`what` it is, for the log), even while the client shuts down:
-    /// these are our own traces. Best effort: on failure the lock stays
-    /// held until its TTL runs out. Returns whether it was released.
-    pub(super) fn give_back_one(&self, what: &str) -> bool {
+    /// for (`what` it is, for the log), on the step's `turn`, even while
+    /// the client shuts down: these are our own traces. Best effort: on
+    /// failure the lock stays held until its TTL runs out (a release whose
+    /// outcome is unknown stays on the lane). Returns whether it was
+    /// released.
+    pub(super) fn give_back_one(&self, turn: &Turn<'_>, what: &str) -> bool {
         let _giving_back = self.engine.server.giving_back();
-        match self.engine.release_script(self.lock, &self.field) {
+        match self
+            .engine
+            .release_script(turn, self.lock, &self.field, None)
+        {
             Ok(_) => true,
             Err(e) => {
                 log::warn!(
@@ -50,7 +57,7 @@ impl<K: KindOps> Call<'_, K> {
     /// does not stay held until its TTL runs out with no guard for it.
     /// Best effort, like any release: a failure costs that delay.
     #[cold]
-    pub(super) fn give_back(&self, hold: Hold) {
+    pub(super) fn give_back(&self, turn: &Turn<'_>, hold: Hold) {
         let which = Which::Guard {
             watched: hold.is_watched(),
         };
@@ -63,7 +70,7 @@ impl<K: KindOps> Call<'_, K> {
             // Its generation is over: Redis no longer counts it for us.
             return;
         }
-        self.give_back_one("a hold taken as the client shut down");
+        self.give_back_one(turn, "a hold taken as the client shut down");
     }
 
     /// A waiter whose hand-over was left unconfirmed ([`Wake::Unsettled`])
@@ -86,6 +93,17 @@ impl<K: KindOps> Call<'_, K> {
         {
             return;
         }
-        self.give_back_one("a hold a hand-over may have left");
+        let _giving_back = self.engine.server.giving_back();
+        match self.step() {
+            Ok(turn) => {
+                self.give_back_one(&turn, "a hold a hand-over may have left");
+            }
+            Err(e) => log::warn!(
+                "redhold: a hold of {:?} a hand-over may have left could not be given back: \
+                 {}; it expires after its lease",
+                names::shorten(self.lock.name),
+                e.report()
+            ),
+        }
     }
 }

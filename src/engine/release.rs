@@ -1,13 +1,13 @@
 //! The release side: one hold given back, and, when that frees the lock
 //! while a thread of this client is parked on it, the lock handed straight
-//! to that thread (see `pubsub/handover.rs`).
+//! to that thread (see `pubsub/handover.rs`). Every release is a step on
+//! the lock's lane for the releasing thread (see `lane.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::give_back::MAX_ORPHANS_RELEASED;
-use super::pending::{Pending, ReleaseFn};
+use super::lane::{Entry, PendingRelease, ReleaseFn, Turn, Unconfirmed};
 use super::{target, Engine, LockRef, HANDOFF_GRACE};
 use crate::error::{is_transient, Error, LossCause, Result};
 use crate::hold::{Hold, Renewal};
@@ -16,21 +16,33 @@ use crate::kind::{ReleasedTo, Successor, ANNOUNCED, GONE_ON_RETRY, HANDED_OVER, 
 use crate::names;
 use crate::pubsub::Reserved;
 use crate::renewals::{Kept, RenewKind, Which};
+use crate::server::request::retry_bound;
 use crate::server::Resends;
 use crate::stats::Counters;
 
 /// How a release waits for Redis to confirm it.
-#[derive(Clone, Copy)]
-pub(crate) enum Mode<'a> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
     /// Within the retry rule's bound; the caller learns the outcome.
     Wait,
-    /// A guard's drop: the first attempt gets one response timeout, then
-    /// the client's release worker carries it on (see `pending.rs`) with
-    /// the script this makes, and the drop returns.
-    Drop(&'a dyn Fn() -> ReleaseFn),
+    /// A guard's drop: one response timeout for the whole release (its
+    /// turn on the lane included), then the client's release worker
+    /// carries it on (see `lane/worker.rs`) and the drop returns.
+    Drop,
     /// `LockGuard::unlock`: within the retry rule's bound, then handed to
     /// the worker like a drop's, with [`Error::ReleaseUnconfirmed`].
-    Unlock(&'a dyn Fn() -> ReleaseFn),
+    Unlock,
+}
+
+/// What the release worker runs to carry a release of `lock` on: the
+/// kind's release script (the kind's keys, cloned).
+pub(super) fn background_release<K: KindOps>(lock: LockRef<'_, K>) -> ReleaseFn {
+    let name = Arc::clone(lock.name);
+    let kind = lock.kind.clone();
+    Arc::new(move |at, field, id| {
+        kind.release(at, field, id)
+            .map_err(|e| crate::kind::wrong_kind(&name, K::DESCRIPTION, e))
+    })
 }
 
 impl Engine {
@@ -42,7 +54,7 @@ impl Engine {
         &self,
         lock: LockRef<'_, K>,
         hold: &Hold,
-        mode: Mode<'_>,
+        mode: Mode,
     ) -> Result<()> {
         self.server.check_open()?;
         // Forget the hold first: if the release then fails, the lock expires
@@ -61,8 +73,52 @@ impl Engine {
             // Every hold has a live guard: only that guard may give it back.
             Err(Kept::Guarded) => return Err(not_held(lock.name)),
         }
+        let started = Instant::now();
+        let config = self.server.config();
+        let deadline = match mode {
+            Mode::Drop => started.checked_add(config.response_timeout),
+            Mode::Wait | Mode::Unlock => started.checked_add(retry_bound(config)),
+        }
+        .unwrap_or(started);
+        let field = &hold.record.field;
+        let request_id = self.next_request_id();
+        let pending = |attempts_made: u32, first_sent: Option<Instant>| {
+            let lease_end = match hold.renewal {
+                Renewal::Leased { expires_at } => expires_at,
+                _ => None,
+            };
+            let request = Unconfirmed {
+                field: Arc::clone(field),
+                request_id: request_id.clone(),
+                attempts_made,
+                first_sent,
+                latch_ttl: Resends::Retries.latch_ttl(config),
+            };
+            PendingRelease::new(
+                request,
+                Some((Arc::clone(&hold.record), lease_end)),
+                background_release(lock),
+                self.request_ids(),
+            )
+        };
+        let turn = match self.lanes.enter(lock.name, field, None, deadline) {
+            Ok(turn) => turn,
+            // An earlier request of this thread on the lock is not
+            // confirmed: this one goes after it, from the worker.
+            Err(Error::Redis(e)) if is_transient(&e) && mode != Mode::Wait => {
+                let entry = Entry::Release(Arc::new(pending(0, None)));
+                if self.lanes.hand_to_worker(lock.name, field, entry).is_err() {
+                    log::warn!(
+                        "redhold: too many releases pending; the lock {:?} expires after its TTL",
+                        names::shorten(lock.name)
+                    );
+                }
+                return self.carried_on(lock, mode, started, e);
+            }
+            Err(e) => return Err(e),
+        };
         let successor = self.successor(lock, hold);
-        let to = successor.as_ref().map(|reserved| {
+        let to = successor.as_ref().map(|(reserved, _)| {
             let offer = reserved.offer();
             Successor {
                 field: &offer.field,
@@ -70,83 +126,88 @@ impl Engine {
                 token_key: offer.token_key.as_deref(),
             }
         });
-        let request_id = self.next_request_id();
         let made = AtomicU32::new(0);
-        let started = Instant::now();
-        let response_timeout = self.server.config().response_timeout;
-        let quick = matches!(mode, Mode::Drop(_));
-        let deadline = quick
-            .then(|| started.checked_add(response_timeout))
-            .flatten();
-        let field = &hold.record.field;
-        let mut released = self.run_release(lock, field, &made, deadline, |at| {
+        let sent_at = Instant::now();
+        let released = self.run_release(lock, &made, Some(deadline), |at| {
             lock.kind.release_to(at, field, &request_id, to)
         });
-        let (Mode::Drop(make) | Mode::Unlock(make)) = mode else {
-            return self.released(lock, hold, released?, successor);
-        };
-        let unconfirmed = |released: &Result<ReleasedTo>| matches!(released, Err(Error::Redis(e)) if is_transient(e));
-        if !unconfirmed(&released) {
-            return self.released(lock, hold, released?, successor);
-        }
-        // Unconfirmed: until Redis confirms it, an acquire of this lock by
-        // this thread waits for it (see `pending.rs`).
-        let pending = || {
-            let lease_end = match hold.renewal {
-                Renewal::Leased { expires_at } => expires_at,
-                _ => None,
-            };
-            Pending::new(
-                request_id.clone(),
-                made.load(Ordering::SeqCst),
-                (started, Resends::Retries.latch_ttl(self.server.config())),
-                Arc::clone(&hold.record),
-                lease_end,
-                make(),
-            )
-        };
-        if quick {
-            if self.pending.push(pending()).is_ok() {
-                log::debug!(
-                    "redhold: release of {:?} unconfirmed after {response_timeout:?}; \
-                     carried on in the background",
-                    names::shorten(lock.name)
-                );
-                return Ok(());
-            }
-            // No room: wait for it here, within the retry rule.
-            released = self.run_release(lock, field, &made, None, |at| {
-                lock.kind
-                    .release(at, field, &request_id)
-                    .map(ReleasedTo::code)
-            });
-        }
         match released {
-            Err(Error::Redis(source)) if is_transient(&source) => {
-                if self.pending.push(pending()).is_err() {
+            // Unconfirmed: until Redis confirms it, the next request of this
+            // thread on the lock waits for it (see `lane.rs`).
+            Err(Error::Redis(e)) if is_transient(&e) => {
+                let attempts = made.load(Ordering::SeqCst);
+                let sent = (attempts > 0).then_some(sent_at);
+                if mode == Mode::Wait && sent.is_none() {
+                    return Err(Error::Redis(e));
+                }
+                let pending = Arc::new(pending(attempts, sent));
+                if turn.push(Entry::Release(Arc::clone(&pending))).is_ok() {
+                    if let Some((_, successor_lane)) = &successor {
+                        // It may still hand the lock over, writing the
+                        // successor's field: that lane waits for it too.
+                        let _ = successor_lane.push(Entry::Release(pending));
+                    }
+                    return self.carried_on(lock, mode, started, e);
+                }
+                // No room: wait for it here, within the retry rule.
+                let again = self.run_release(lock, &made, None, |at| {
+                    lock.kind
+                        .release(at, field, &request_id)
+                        .map(ReleasedTo::code)
+                });
+                if again.is_err() {
                     log::warn!(
                         "redhold: too many releases pending; the lock {:?} expires after its TTL",
                         names::shorten(lock.name)
                     );
                 }
-                Err(Error::ReleaseUnconfirmed {
-                    lock: names::shorten(lock.name),
-                    waited: started.elapsed(),
-                    source,
-                })
+                self.released(&turn, lock, hold, again?, None, deadline)
             }
-            released => self.released(lock, hold, released?, successor),
+            released => self.released(&turn, lock, hold, released?, successor, deadline),
+        }
+    }
+
+    /// What a release left to the worker tells its caller: a drop returns,
+    /// an unlock says it is unconfirmed.
+    fn carried_on<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        mode: Mode,
+        started: Instant,
+        source: redis::RedisError,
+    ) -> Result<()> {
+        match mode {
+            Mode::Drop => {
+                log::debug!(
+                    "redhold: release of {:?} unconfirmed after {:?}; carried on in the \
+                     background",
+                    names::shorten(lock.name),
+                    started.elapsed()
+                );
+                Ok(())
+            }
+            Mode::Unlock => Err(Error::ReleaseUnconfirmed {
+                lock: names::shorten(lock.name),
+                waited: started.elapsed(),
+                source,
+            }),
+            // Internal give-backs and `Lock::unlock`: the error as it came
+            // (the release stays on the lane until the server confirms it).
+            Mode::Wait => Err(Error::Redis(source)),
         }
     }
 
     /// What a release's reply means for `hold` (and the `successor` it
-    /// may have been handed to).
+    /// may have been handed to); more releases, on the same `turn` and by
+    /// `deadline`, when holds no guard stands for remain.
     fn released<K: KindOps>(
         &self,
+        turn: &Turn<'_>,
         lock: LockRef<'_, K>,
         hold: &Hold,
         released: ReleasedTo,
-        successor: Option<Reserved>,
+        successor: Option<(Reserved, Turn<'_>)>,
+        deadline: Instant,
     ) -> Result<()> {
         // Dropped unsettled (an error, or no hand-over), the reserved
         // waiter wakes and tries the lock itself.
@@ -157,7 +218,7 @@ impl Engine {
         } = released;
         match reply {
             Some(HANDED_OVER) => {
-                if let Some(reserved) = successor {
+                if let Some((reserved, _)) = successor {
                     reserved.hand_over(HANDOFF_GRACE, token);
                     Counters::bump(&self.counters.direct_handoffs);
                 }
@@ -174,10 +235,10 @@ impl Engine {
             }
             Some(HOLDS_REMAIN) if !hold.record.is_live() && hold.record.kind == RenewKind::Hash => {
                 // The generation's last hold, yet Redis counts more under
-                // our field: holds no guard stands for (a background
-                // release that was never confirmed, see `pending.rs`).
-                // Left, they would keep the lock until its TTL.
-                self.release_unguarded(lock, &hold.record.field);
+                // our field: holds no guard stands for (a release never
+                // confirmed while its latch lived). Left, they would keep
+                // the lock until its TTL.
+                self.give_back_unguarded(turn, lock, &hold.record.field, deadline);
                 Ok(())
             }
             Some(freed) => {
@@ -198,93 +259,17 @@ impl Engine {
         }
     }
 
-    /// Releases one hold of the calling thread that no guard stands for
-    /// (given up with `leak`); [`Error::NotHeld`] when there is none.
-    pub(crate) fn unlock<K: KindOps>(&self, lock: LockRef<'_, K>) -> Result<()> {
-        names::validate(lock.name)?;
-        self.server.check_open()?;
-        let field = self.field(lock.kind);
-        match self.renewals.find(lock.name, &field) {
-            Some(record) => self.release(
-                lock,
-                &Hold {
-                    record,
-                    renewal: Renewal::Unguarded,
-                },
-                Mode::Wait,
-            ),
-            // No hold known here, so no live guard either; Redis may still
-            // count one that no guard stands for (see `release_orphans`):
-            // give that back. A retry that finds it gone proves nothing
-            // was ours.
-            None => match self.release_script(lock, &field)? {
-                Some(GONE_ON_RETRY) | None => Err(not_held(lock.name)),
-                Some(_) => Ok(()),
-            },
-        }
-    }
-
-    /// Keeps `hold` without a guard, until [`unlock`](Self::unlock).
-    pub(crate) fn leak(&self, hold: &Hold) {
-        self.renewals.leak(&hold.record, hold.is_watched());
-    }
-
-    /// Gives back the holds Redis counts under `field` after the thread's
-    /// last guard of the lock was released (a few at most, each a round
-    /// trip). Best effort: a failure leaves them to the lock's TTL.
-    #[cold]
-    fn release_unguarded<K: KindOps>(&self, lock: LockRef<'_, K>, field: &str) {
-        let _giving_back = self.server.giving_back();
-        for _ in 0..MAX_ORPHANS_RELEASED {
-            match self.release_script(lock, field) {
-                Ok(Some(HOLDS_REMAIN)) => continue,
-                Ok(_) => return,
-                Err(e) => {
-                    log::warn!(
-                        "redhold: giving back a hold no guard stands for of {:?} failed: {}; \
-                         the lock stays held until its TTL runs out",
-                        names::shorten(lock.name),
-                        e.report()
-                    );
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Runs the kind's release script once for `field`.
-    pub(super) fn release_script<K: KindOps>(
+    /// Runs one release request of `lock`'s kind: `made` counts its
+    /// attempts (for the unlock latch), which end at `deadline` when one
+    /// is given. The caller holds the turn on the lane, whose earlier
+    /// requests are confirmed (the undos behind late acquires included).
+    pub(super) fn run_release<K: KindOps, T>(
         &self,
         lock: LockRef<'_, K>,
-        field: &str,
-    ) -> Result<Option<i64>> {
-        let request_id = self.next_request_id();
-        let made = AtomicU32::new(0);
-        self.run_release(lock, field, &made, None, |at| {
-            lock.kind.release(at, field, &request_id)
-        })
-    }
-
-    /// Runs one release request of `lock`'s kind for `field`: `made`
-    /// counts its attempts (for the unlock latch), which end at `deadline`
-    /// when one is given.
-    ///
-    /// Not before the undos written behind the thread's late acquires of
-    /// the lock have run (`attempt.rs`): each gives back one hold only while
-    /// the field counts more than the guards stood for when it was written,
-    /// so a release that ran before its late acquire would leave that hold
-    /// standing. Waiting for them fails like an outage (one response
-    /// timeout at most, or `deadline`): a drop's release then goes on in
-    /// the background, where the worker waits for them too.
-    fn run_release<K: KindOps, T>(
-        &self,
-        lock: LockRef<'_, K>,
-        field: &str,
         made: &AtomicU32,
         deadline: Option<Instant>,
         script: impl FnOnce(crate::kind::Target<'_>) -> Result<T>,
     ) -> Result<T> {
-        self.undos.settle(lock.name, field, deadline)?;
         let mut at = target(&self.server, lock);
         at.deadline = deadline;
         at.attempts_made = Some(made);
@@ -292,19 +277,29 @@ impl Engine {
     }
 
     /// A parked thread of this client to hand the lock to, when this
-    /// release of `hold` is the generation's last and the kind allows it.
-    fn successor<K: KindOps>(&self, lock: LockRef<'_, K>, hold: &Hold) -> Option<Reserved> {
+    /// release of `hold` is the generation's last and the kind allows it,
+    /// with the turn on that thread's lane: the hand-over writes its field,
+    /// so only while its lane keeps nothing unconfirmed.
+    fn successor<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        hold: &Hold,
+    ) -> Option<(Reserved, Turn<'_>)> {
         if hold.record.is_live() {
             // Holds remain: this release does not free the lock.
             return None;
         }
         lock.kind.handover()?;
-        self.pubsub
-            .reserve_successor(lock.kind.shared_channel()?, lock.name)
+        let reserved = self
+            .pubsub
+            .reserve_successor(lock.kind.shared_channel()?, lock.name)?;
+        // Dropped with the reservation otherwise: the waiter tries itself.
+        let quiet = self.lanes.take_quiet(lock.name, &reserved.offer().field)?;
+        Some((reserved, quiet))
     }
 }
 
-fn not_held(name: &str) -> Error {
+pub(super) fn not_held(name: &str) -> Error {
     Error::NotHeld {
         lock: names::shorten(name),
     }

@@ -7,14 +7,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::finish::Acquired;
 use super::first_busy::FirstBusy;
 use super::outage::{outage_cause, Outage};
-use super::{Call, HANDOFF_GRACE};
+use super::{Call, Taken, HANDOFF_GRACE};
 use crate::error::{Error, Result};
 use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
-use crate::kind::{Attempt, Handover};
+use crate::kind::Handover;
 use crate::pubsub::{Offer, Wake};
 use crate::stats::Counters;
 
@@ -25,10 +26,6 @@ const COURTESY_SLICE: Duration = Duration::from_micros(500);
 /// The longest a waiter without a subscription (the spin lock) sleeps
 /// before it looks whether the client was shut down: no release wakes it.
 const SHUTDOWN_SLICE: Duration = Duration::from_millis(50);
-
-/// How an acquire call ends: the hold and its grant, `None` when the wait
-/// ran out, or an error.
-type Acquired<G> = Result<Option<(Hold, G)>>;
 
 impl<K: KindOps> Call<'_, K> {
     /// A first attempt, unless a local waiter is being handed the lock (then
@@ -60,10 +57,8 @@ impl<K: KindOps> Call<'_, K> {
                 .and_then(|channel| self.engine.pubsub.quiet_mark(&channel));
             let started = Instant::now();
             match self.try_acquire(true) {
-                Ok(Attempt::Acquired { grant, holds }) => {
-                    return Ok(Some(self.hold(started, grant, holds)))
-                }
-                Ok(Attempt::Busy(ttl)) => {
+                Ok(Taken::Held(held)) => return Ok(Some(held)),
+                Ok(Taken::Busy(ttl)) => {
                     first_busy = quiet.map(|quiet| FirstBusy {
                         quiet,
                         ttl,
@@ -266,17 +261,17 @@ impl<K: KindOps> Call<'_, K> {
                     // The woken waiter has had its turn: newcomers may try.
                     subscription.handoff_done();
                     if courtesy.is_some() {
-                        subscription.courtesy_ended(matches!(attempt, Ok(Attempt::Busy(_))));
+                        subscription.courtesy_ended(matches!(attempt, Ok(Taken::Busy(_))));
                     }
                 }
                 match attempt {
-                    Ok(Attempt::Acquired { grant, holds }) => {
+                    Ok(Taken::Held(held)) => {
                         if handed_wake_up {
                             Counters::bump(&engine.counters.local_handoffs);
                         }
-                        return Ok(Some(self.hold(started, grant, holds)));
+                        return Ok(Some(held));
                     }
-                    Ok(Attempt::Busy(ttl)) => {
+                    Ok(Taken::Busy(ttl)) => {
                         outage = None;
                         Some(self.ttl_park(ttl, failures))
                     }
@@ -390,6 +385,6 @@ impl<K: KindOps> Call<'_, K> {
     /// back the extra hold.
     fn handed_over(&self, at: Instant, token: Option<u64>) -> Option<(Hold, K::Grant)> {
         let grant = self.lock.kind.handed_over_grant(token)?;
-        Some(self.hold(at, grant, 1))
+        Some(self.hold(None, at, grant, 1))
     }
 }

@@ -16,7 +16,7 @@ use crate::scripts;
 /// channel). A waiter that gives up leaves the queue at once; one that dies
 /// is dropped once its deadline passes, the fair wait timeout after its turn
 /// was due (see the builder's `fair_wait_timeout`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Fair {
     queue: String,
     deadlines: String,

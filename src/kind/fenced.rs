@@ -18,7 +18,7 @@ use crate::scripts;
 /// pause, a network partition) is then refused instead of corrupting data.
 /// Shares the plain lock's hash and channel, so a fenced lock and a plain
 /// lock on the same name exclude each other.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Fenced {
     channel: String,
     token_key: String,

@@ -163,7 +163,7 @@ pub(crate) mod sealed {
     }
 
     /// The scripts and keys of one kind of lock.
-    pub trait KindOps: Send + Sync + Sized + fmt::Debug + 'static {
+    pub trait KindOps: Send + Sync + Sized + Clone + fmt::Debug + 'static {
         /// What a successful acquire hands to the guard (the fencing token).
         type Grant: Copy + Send + Sync + fmt::Debug + 'static;
 

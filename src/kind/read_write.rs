@@ -17,7 +17,7 @@ const UPGRADE_REFUSED: i64 = -3;
 
 /// The read side of a [`ReadWriteLock`](crate::ReadWriteLock): the kind of
 /// [`ReadLock`](crate::ReadLock).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Read {
     channel: String,
     /// What every holder's read-hold keys start with.
@@ -26,7 +26,7 @@ pub struct Read {
 
 /// The write side of a [`ReadWriteLock`](crate::ReadWriteLock): the kind of
 /// [`WriteLock`](crate::WriteLock).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Write {
     channel: String,
 }

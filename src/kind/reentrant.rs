@@ -9,7 +9,7 @@ use crate::names;
 
 /// The plain reentrant lock, the kind of [`Lock`](crate::Lock) by default.
 /// Waiters are woken one at a time by pub/sub, in no particular order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Reentrant {
     channel: String,
 }

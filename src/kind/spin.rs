@@ -20,7 +20,7 @@ const MIN_BACKOFF: Duration = Duration::from_millis(1);
 /// many names). A release still publishes on the plain lock's channel, so
 /// plain-lock waiters on the same name are woken. A waiter notices a release
 /// within its current backoff: 1 ms, doubling to 128 ms by default.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Spin {
     /// The plain lock's channel, which releases still announce themselves
     /// on (for plain-lock waiters on the same name).

@@ -33,8 +33,11 @@ impl<K: LockKind> Lock<K> {
         // This thread's own id: a release of a dropped guard still pending
         // must not count (see `hold_count`).
         let engine = self.client.engine();
-        if *engine.field(&self.keys.kind) == *holder {
-            engine.settle_pending(&self.keys.name, holder)?;
+        // Before anything is touched: a forked child fails here.
+        engine.server().check_process()?;
+        let field = engine.field(&self.keys.kind);
+        if *field == *holder {
+            engine.settle_pending(&self.keys.name, &field)?;
         }
         engine.server().run(|conn| {
             redis::cmd("HEXISTS")

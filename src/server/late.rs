@@ -69,6 +69,11 @@ impl LateRequests {
         self.conns.len()
     }
 
+    /// Whether no late attempt is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.conns.is_empty()
+    }
+
     /// Takes the kept connections, to write an undo behind each.
     pub(crate) fn take(&mut self) -> Vec<Conn> {
         std::mem::take(&mut self.conns)

@@ -1,0 +1,101 @@
+//! What a lane holds: the requests of one (lock, holder) whose outcome the
+//! server has not confirmed, and how one attempt settles each.
+//!
+//! | entry | settled by | settled by time |
+//! |---|---|---|
+//! | [`Entry::Undo`] | reading the undo's reply (the late acquire ran, then its undo), or its connection failing (what reached the server ran) | once its keep time is over (the latch's life): it ran or never will |
+//! | [`Entry::Release`], sent | a reply to any attempt of its request id (the latch makes every other copy replay it) | once its latch may have expired: no copy of it can still run |
+//! | [`Entry::Release`], not sent yet | sending it and reading a reply | once the hold it releases has certainly expired |
+//!
+//! An entry leaves its lane only when settled: never while a copy of its
+//! request may still run (see `lane.rs`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::pending::{Outcome, PendingRelease, Settling};
+use crate::error::Error;
+use crate::names;
+use crate::server::Trailing;
+
+/// The client keeps too many unconfirmed requests already: the entry was
+/// not added (an undo's connection closes; a release is waited for by its
+/// caller or left to its TTL).
+#[derive(Debug)]
+pub(crate) struct NoRoom;
+
+/// One request of a lane whose outcome the server has not confirmed.
+pub(crate) enum Entry {
+    /// An undo written behind a late acquire, on that acquire's connection.
+    Undo(Box<Mutex<Trailing>>),
+    /// A release of one hold (or a synchronizer's give-back), sent or not.
+    Release(Arc<PendingRelease>),
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Entry::Undo(_) => f.write_str("Undo"),
+            Entry::Release(pending) => f
+                .debug_struct("Release")
+                .field("request_id", &pending.request_id.lock())
+                .field("sent", &!pending.is_unsent())
+                .finish(),
+        }
+    }
+}
+
+impl Entry {
+    /// Whether this is a release never sent: such entries come after every
+    /// request that was sent, and an undo written later runs before them.
+    pub(crate) fn is_unsent_release(&self) -> bool {
+        matches!(self, Entry::Release(pending) if pending.is_unsent())
+    }
+
+    /// Whether this entry stands for a hold Redis may still count that no
+    /// guard counts any more (a release not yet confirmed to have run).
+    pub(crate) fn is_release(&self) -> bool {
+        matches!(self, Entry::Release(_))
+    }
+
+    /// One attempt to settle the entry, ending by `deadline`.
+    pub(crate) fn settle(&self, at: &Settling<'_>, deadline: Instant) -> Outcome {
+        match self {
+            Entry::Undo(trailing) => settle_undo(&mut trailing.lock(), at, deadline),
+            Entry::Release(pending) => pending.attempt(at, deadline),
+        }
+    }
+
+    /// Whether nothing of this entry can act on the server any more by
+    /// `now`, so that it may be forgotten at shutdown without a warning.
+    pub(crate) fn is_harmless(&self, now: Instant) -> bool {
+        match self {
+            Entry::Undo(trailing) => trailing.lock().expired(now),
+            Entry::Release(_) => false,
+        }
+    }
+}
+
+fn settle_undo(trailing: &mut Trailing, at: &Settling<'_>, deadline: Instant) -> Outcome {
+    if trailing.expired(Instant::now()) {
+        // Its keep time is the request's latch life: the late acquire
+        // and its undo ran by now, or never will.
+        log::debug!(
+            "redhold: the undo behind a late acquire of {:?} was never confirmed; \
+             no longer awaited",
+            names::shorten(at.name)
+        );
+        return Outcome::Settled;
+    }
+    match trailing.confirm(Some(deadline)) {
+        Ok(_) => Outcome::Settled,
+        // Not run yet: the server is still away.
+        Err(e) if e.is_timeout() => Outcome::NotYet(Error::Redis(e)),
+        // The connection failed: what reached the server ran, and nothing
+        // of ours is on its way there any more. A hold the undo did not
+        // give back is one Redis counts beyond the guards (the orphan rule).
+        Err(_) => Outcome::Settled,
+    }
+}

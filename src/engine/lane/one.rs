@@ -1,0 +1,149 @@
+//! One lane: its turn, its entries in order, and the settling of them
+//! (see `lane.rs` for what a lane is for).
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::entry::Entry;
+use super::pending::{Outcome, Settling};
+use crate::error::Result;
+
+/// The lane of one lock name and holder field.
+#[derive(Debug)]
+pub(crate) struct Lane {
+    pub(super) name: Arc<str>,
+    pub(super) field: Arc<str>,
+    pub(super) state: Mutex<State>,
+    /// Signalled when the turn is given back.
+    pub(super) turn_free: Condvar,
+    /// Handles on the lane (turns, pushes, the worker's visits): counted
+    /// under the registry's lock, so an idle lane is dropped from the
+    /// registry only when nobody is about to use it.
+    pub(super) users: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    /// Someone sends or settles on the lane now.
+    pub(super) taken: bool,
+    /// An acquire call whose attempts' replies never came and whose undos
+    /// are not written yet: until they are, only its steps may send.
+    pub(super) late_call: Option<u64>,
+    /// Requests whose outcome the server has not confirmed: every sent one
+    /// before every unsent one, each group in the order made.
+    pub(super) entries: VecDeque<Arc<Entry>>,
+}
+
+impl Lane {
+    pub(super) fn new(name: &Arc<str>, field: &Arc<str>) -> Lane {
+        Lane {
+            name: Arc::clone(name),
+            field: Arc::clone(field),
+            state: Mutex::default(),
+            turn_free: Condvar::new(),
+            users: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether the lane holds nothing and nobody sends on it.
+    pub(super) fn is_idle(&self) -> bool {
+        let state = self.state.lock();
+        !state.taken && state.late_call.is_none() && state.entries.is_empty()
+    }
+
+    pub(super) fn has_entries(&self) -> bool {
+        !self.state.lock().entries.is_empty()
+    }
+
+    /// Takes the turn for a step of `call` once it is free and no other
+    /// call keeps the lane for its late attempts; false at `deadline`.
+    pub(super) fn take_turn(&self, call: Option<u64>, deadline: Option<Instant>) -> bool {
+        let mut state = self.state.lock();
+        loop {
+            let kept_by_other = state.late_call.is_some_and(|late| Some(late) != call);
+            if !state.taken && !kept_by_other {
+                state.taken = true;
+                return true;
+            }
+            match deadline {
+                Some(deadline) => {
+                    if self.turn_free.wait_until(&mut state, deadline).timed_out() {
+                        return false;
+                    }
+                }
+                None => self.turn_free.wait(&mut state),
+            }
+        }
+    }
+
+    /// Takes the turn only if nobody has it (the release worker).
+    pub(super) fn try_take_turn(&self) -> bool {
+        let mut state = self.state.lock();
+        if state.taken {
+            return false;
+        }
+        state.taken = true;
+        true
+    }
+
+    pub(super) fn give_back_turn(&self) {
+        self.state.lock().taken = false;
+        self.turn_free.notify_all();
+    }
+
+    /// Adds `entry`: a request sent goes before every unsent one (those
+    /// run after it), an unsent one at the end.
+    pub(super) fn push(&self, entry: Entry) {
+        let unsent = entry.is_unsent_release();
+        let mut state = self.state.lock();
+        let at = if unsent {
+            state.entries.len()
+        } else {
+            state
+                .entries
+                .iter()
+                .position(|e| e.is_unsent_release())
+                .unwrap_or(state.entries.len())
+        };
+        state.entries.insert(at, Arc::new(entry));
+    }
+
+    /// Settles the entries in order, one attempt each (an entry that moves
+    /// on is tried again), until all are settled (`Ok`) or one is not
+    /// ready by `deadline` (its error). The caller holds the turn.
+    /// `settled` is told of each entry that leaves.
+    pub(super) fn settle(
+        &self,
+        at: &Settling<'_>,
+        deadline: Instant,
+        settled: impl Fn(&Entry),
+    ) -> Result<()> {
+        loop {
+            // Left in the lane while its attempt runs: nothing is taken
+            // out before the server has answered.
+            let Some(head) = self.state.lock().entries.front().cloned() else {
+                return Ok(());
+            };
+            match head.settle(at, deadline) {
+                Outcome::Settled => {
+                    let removed = {
+                        let mut state = self.state.lock();
+                        let before = state.entries.len();
+                        state.entries.retain(|e| !Arc::ptr_eq(e, &head));
+                        state.entries.len() < before
+                    };
+                    // Unless shutdown forgot it meanwhile.
+                    if removed {
+                        settled(&head);
+                    }
+                }
+                Outcome::Again => {}
+                Outcome::NotYet(e) => return Err(e),
+            }
+        }
+    }
+}
