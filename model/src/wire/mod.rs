@@ -2,8 +2,13 @@
 //! library sends them (`src/kind/`, `src/synchronizer/`), so that the
 //! conformance test runs the real file on the same input as the model.
 
-use crate::call::{Attempt, Call, LeaseOp, Publish, SetOp};
-use crate::names::{Channel, Field, Holder, Key, Name, Request};
+mod parts;
+
+pub use parts::{cmd, hold_prefix, permit};
+
+use crate::call::{Call, LeaseOp, SetOp};
+use crate::names::{Channel, Field, Key};
+use parts::{attempt_arg, flag, s, Wire};
 
 /// The `KEYS` and `ARGV` of `call`.
 pub fn keys_and_args(call: &Call) -> (Vec<String>, Vec<String>) {
@@ -334,89 +339,4 @@ pub fn keys_and_args(call: &Call) -> (Vec<String>, Vec<String>) {
         }
     }
     (w.keys, w.args)
-}
-
-/// A reader's hold-key prefix: `<base>:<field>:rwlock_timeout`.
-pub fn hold_prefix(name: Name, holder: Holder) -> String {
-    format!("{}:{}:rwlock_timeout", name.base(), Field::Reader(holder))
-}
-
-/// How a permit id is sent (and stored in the lease set).
-pub fn permit(id: u8) -> String {
-    crate::names::Member::Permit(id).to_string()
-}
-
-/// The publish-command argument.
-pub fn cmd(publish: Publish) -> String {
-    match publish {
-        Publish::Classic => "publish",
-        Publish::Sharded => "spublish",
-        Publish::Both => "publish+spublish",
-    }
-    .into()
-}
-
-fn attempt_arg(attempt: Attempt) -> String {
-    match attempt {
-        Attempt::First => "first".into(),
-        Attempt::Retry => "retry".into(),
-        Attempt::Above(n) => format!("above:{n}"),
-    }
-}
-
-fn flag(on: bool) -> String {
-    if on { "1" } else { "0" }.into()
-}
-
-fn s(value: impl ToString) -> String {
-    value.to_string()
-}
-
-#[derive(Default)]
-struct Wire {
-    keys: Vec<String>,
-    args: Vec<String>,
-}
-
-impl Wire {
-    fn key(&mut self, key: Key) -> &mut Self {
-        self.raw(key.to_string())
-    }
-
-    fn chan(&mut self, channel: Channel) -> &mut Self {
-        self.raw(channel.to_string())
-    }
-
-    fn latch(&mut self, name: Name, request: Request) -> &mut Self {
-        self.key(Key::Latch(name, request))
-    }
-
-    fn raw(&mut self, key: String) -> &mut Self {
-        self.keys.push(key);
-        self
-    }
-
-    fn args(&mut self, args: impl IntoIterator<Item = String>) -> &mut Self {
-        self.args.extend(args);
-        self
-    }
-
-    /// A fair script's keys: the lock, its queue and deadlines, and (for
-    /// all but the acquire) the channel prefix.
-    fn fair(&mut self, name: Name, prefix: bool) -> &mut Self {
-        self.key(Key::Name(name))
-            .key(Key::Queue(name))
-            .key(Key::Deadlines(name));
-        if prefix {
-            self.chan(Channel::Lock(name));
-        }
-        self
-    }
-
-    /// An expirable semaphore's keys: the count, its lease set, its channel.
-    fn expirable(&mut self, name: Name) -> &mut Self {
-        self.key(Key::Name(name))
-            .key(Key::Leases(name))
-            .chan(Channel::Semaphore(name))
-    }
 }
