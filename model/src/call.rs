@@ -34,7 +34,7 @@ pub struct Successor {
     /// Its lease in ms.
     pub lease: i64,
     /// Whether it waits for a fenced lock (the release then names the
-    /// token counter, KEYS[4]).
+    /// token counter, `KEYS[4]`).
     pub fenced: bool,
 }
 
