@@ -77,20 +77,23 @@ pub enum LeaseOp {
 
 /// One call of one script. Times are ms; `now` is the client's clock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[allow(missing_docs)] // The fields are the scripts' own arguments.
+#[allow(missing_docs)] // The fields are the files' own arguments, named as there.
 pub enum Call {
+    /// `acquire.lua`.
     Acquire {
         name: Name,
         field: Field,
         lease: i64,
         reentry_only: bool,
     },
+    /// `fenced_acquire.lua`.
     FencedAcquire {
         name: Name,
         field: Field,
         lease: i64,
         reentry_only: bool,
     },
+    /// `release.lua`.
     Release {
         name: Name,
         field: Field,
@@ -100,14 +103,11 @@ pub enum Call {
         attempt: Attempt,
         successor: Option<Successor>,
     },
-    ForceRelease {
-        name: Name,
-        publish: Publish,
-    },
-    Renew {
-        ttl: i64,
-        locks: Vec<Renewal>,
-    },
+    /// `force_release.lua`.
+    ForceRelease { name: Name, publish: Publish },
+    /// `renew.lua`.
+    Renew { ttl: i64, locks: Vec<Renewal> },
+    /// `fair_acquire.lua`.
     FairAcquire {
         name: Name,
         field: Field,
@@ -117,6 +117,7 @@ pub enum Call {
         join: bool,
         reentry_only: bool,
     },
+    /// `fair_release.lua`.
     FairRelease {
         name: Name,
         field: Field,
@@ -126,23 +127,27 @@ pub enum Call {
         publish: Publish,
         attempt: Attempt,
     },
+    /// `fair_give_up.lua`.
     FairGiveUp {
         name: Name,
         field: Field,
         wait: i64,
         publish: Publish,
     },
+    /// `fair_force_release.lua`.
     FairForceRelease {
         name: Name,
         now: i64,
         publish: Publish,
     },
+    /// `read_acquire.lua`.
     ReadAcquire {
         name: Name,
         holder: Holder,
         lease: i64,
         reentry_only: bool,
     },
+    /// `read_release.lua`.
     ReadRelease {
         name: Name,
         holder: Holder,
@@ -151,12 +156,14 @@ pub enum Call {
         publish: Publish,
         attempt: Attempt,
     },
+    /// `write_acquire.lua`.
     WriteAcquire {
         name: Name,
         holder: Holder,
         lease: i64,
         reentry_only: bool,
     },
+    /// `write_release.lua`.
     WriteRelease {
         name: Name,
         holder: Holder,
@@ -165,12 +172,13 @@ pub enum Call {
         publish: Publish,
         attempt: Attempt,
     },
-    /// `write`: delete a lock held in write mode (else read mode).
+    /// `rw_force_release.lua`; `write`: the write mode (else the read mode).
     RwForceRelease {
         name: Name,
         write: bool,
         publish: Publish,
     },
+    /// `semaphore_acquire.lua`.
     SemaphoreAcquire {
         name: Name,
         permits: i64,
@@ -178,6 +186,7 @@ pub enum Call {
         latch_ttl: i64,
         attempt: i64,
     },
+    /// `semaphore_release.lua`.
     SemaphoreRelease {
         name: Name,
         permits: i64,
@@ -185,6 +194,7 @@ pub enum Call {
         latch_ttl: i64,
         publish: Publish,
     },
+    /// `semaphore_set.lua`.
     SemaphoreSet {
         name: Name,
         op: SetOp,
@@ -192,6 +202,7 @@ pub enum Call {
         latch_ttl: i64,
         publish: Publish,
     },
+    /// `semaphore_give_back.lua`.
     SemaphoreGiveBack {
         name: Name,
         permits: i64,
@@ -199,6 +210,7 @@ pub enum Call {
         latch_ttl: i64,
         publish: Publish,
     },
+    /// `expirable_acquire.lua`.
     ExpirableAcquire {
         name: Name,
         lease_end: i64,
@@ -210,6 +222,7 @@ pub enum Call {
         /// One id per permit: their number is how many permits.
         ids: Vec<u8>,
     },
+    /// `expirable_release.lua`.
     ExpirableRelease {
         name: Name,
         id: u8,
@@ -218,12 +231,14 @@ pub enum Call {
         latch: Request,
         latch_ttl: i64,
     },
+    /// `expirable_lease.lua`.
     ExpirableLease {
         name: Name,
         now: i64,
         publish: Publish,
         op: LeaseOp,
     },
+    /// `expirable_give_back.lua`.
     ExpirableGiveBack {
         name: Name,
         publish: Publish,
@@ -231,6 +246,7 @@ pub enum Call {
         latch_ttl: i64,
         ids: Vec<u8>,
     },
+    /// `latch_try_set.lua`.
     LatchTrySet {
         name: Name,
         count: i64,
@@ -238,22 +254,22 @@ pub enum Call {
         latch_ttl: i64,
         publish: Publish,
     },
+    /// `latch_count_down.lua`.
     LatchCountDown {
         name: Name,
         latch: Request,
         latch_ttl: i64,
         publish: Publish,
     },
+    /// `latch_delete.lua`.
     LatchDelete {
         name: Name,
         latch: Request,
         latch_ttl: i64,
         publish: Publish,
     },
-    Inspect {
-        name: Name,
-    },
-    InspectCounter {
-        name: Name,
-    },
+    /// `inspect.lua`.
+    Inspect { name: Name },
+    /// `inspect_counter.lua`.
+    InspectCounter { name: Name },
 }
