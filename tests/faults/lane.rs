@@ -330,6 +330,7 @@ fn the_release_worker_does_not_spin_while_an_acquire_settles_its_release() {
     let window = started.elapsed();
     let used = cpu_of(&workers).saturating_sub(cpu_before);
     drop(frozen);
+    eprintln!("the release worker used {used:?} of CPU in {window:?} while the server was stopped");
     assert!(
         used < window / 4,
         "the release worker used {used:?} of CPU in {window:?} while the same thread's \

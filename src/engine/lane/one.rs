@@ -147,3 +147,83 @@ impl Lane {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::lane::pending::{PendingRelease, ReleaseFn, Unconfirmed};
+    use crate::engine::request_ids::RequestIds;
+
+    fn release(sent: bool) -> Entry {
+        let run: ReleaseFn = Arc::new(|_, _, _| Ok(Some(1)));
+        let request = Unconfirmed {
+            field: Arc::from("f"),
+            request_id: "r".into(),
+            attempts_made: u32::from(sent),
+            first_sent: sent.then(Instant::now),
+            latch_ttl: Duration::from_secs(1),
+        };
+        Entry::Release(Arc::new(PendingRelease::new(
+            request,
+            None,
+            run,
+            Arc::new(RequestIds::new("c")),
+        )))
+    }
+
+    fn lane() -> Lane {
+        Lane::new(&Arc::from("l"), &Arc::from("f"))
+    }
+
+    #[test]
+    fn a_request_sent_goes_before_every_release_not_sent_yet() {
+        let lane = lane();
+        lane.push(release(false));
+        lane.push(release(true));
+        lane.push(release(false));
+        lane.push(release(true));
+        let unsent: Vec<bool> = lane
+            .state
+            .lock()
+            .entries
+            .iter()
+            .map(|e| e.is_unsent_release())
+            .collect();
+        assert_eq!(unsent, [false, false, true, true]);
+    }
+
+    #[test]
+    fn a_call_with_late_attempts_keeps_the_lane_for_its_own_steps() {
+        let lane = lane();
+        lane.state.lock().late_call = Some(7);
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert!(!lane.take_turn(Some(8), Some(soon)), "another call's step");
+        assert!(!lane.take_turn(None, Some(soon)), "a release");
+        assert!(lane.take_turn(Some(7), Some(soon)), "the call's own step");
+        // The worker settles entries whoever keeps the lane, but never
+        // while someone has the turn.
+        assert!(!lane.try_take_turn());
+        lane.give_back_turn();
+        assert!(lane.try_take_turn());
+        lane.give_back_turn();
+        lane.state.lock().late_call = None;
+        assert!(lane.take_turn(Some(8), Some(soon)));
+        assert!(
+            !lane.take_turn(Some(8), Some(Instant::now())),
+            "one turn at a time"
+        );
+    }
+
+    #[test]
+    fn an_idle_lane_keeps_nothing_and_nobody_holds_it() {
+        let lane = lane();
+        assert!(lane.is_idle());
+        lane.push(release(true));
+        assert!(!lane.is_idle());
+        lane.state.lock().entries.clear();
+        lane.state.lock().late_call = Some(1);
+        assert!(!lane.is_idle(), "a call's late attempts keep it");
+    }
+}
