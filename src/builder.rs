@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::config::{lease_millis, non_zero, wire_millis, Config, Deployment};
 use crate::error::{Error, Result};
+use crate::lost_callbacks::LostHold;
 
 #[cfg(feature = "cluster")]
 mod pubsub;
@@ -240,6 +241,17 @@ impl ClientBuilder {
     ///
     /// Defaults to none.
     pub fn on_lock_lost(mut self, callback: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.config.on_lock_lost = Some(Arc::new(move |lost: &LostHold| callback(&lost.lock)));
+        self
+    }
+
+    /// Like [`on_lock_lost`](Self::on_lock_lost), called with the whole
+    /// [`LostHold`]: the lock, and who held it (a thread, or the
+    /// [`Owner`](crate::Owner)). It replaces an `on_lock_lost` callback set
+    /// before (and the other way round): one is all it takes.
+    ///
+    /// Defaults to none.
+    pub fn on_hold_lost(mut self, callback: impl Fn(&LostHold) + Send + Sync + 'static) -> Self {
         self.config.on_lock_lost = Some(Arc::new(callback));
         self
     }

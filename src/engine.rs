@@ -10,6 +10,7 @@ mod attempt;
 mod finish;
 mod first_busy;
 mod give_back;
+mod holder_field;
 mod lane;
 pub(crate) mod outage;
 mod release;
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use crate::config::lease_millis;
 use crate::error::{Error, Result};
 use crate::hold::{Hold, Renewal};
+use crate::holding::Holder;
 use crate::interrupt::Interrupt;
 use crate::kind::sealed::KindOps;
 use crate::kind::Target;
@@ -33,7 +35,6 @@ use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::server::{LateRequests, Server};
 use crate::stats::Counters;
-use crate::thread_id;
 use crate::waiting::Waiting;
 
 pub(crate) use lane::ReleaseFn;
@@ -200,47 +201,11 @@ impl Engine {
             .unwrap_or(now)
     }
 
-    /// The calling thread's field in the hash of a lock of kind `kind`.
-    pub(crate) fn field<K: KindOps>(&self, kind: &K) -> Arc<str> {
-        kind.holder_field(&self.base_field())
-    }
-
-    /// The calling thread's plain field, `<client-uuid>:<thread-id>`, made
-    /// once per thread (and again only when the thread uses another client).
-    fn base_field(&self) -> Arc<str> {
-        thread_local! {
-            static BASE_FIELD: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
-        }
-        BASE_FIELD.with(|cached| {
-            let mut cached = cached.borrow_mut();
-            match &*cached {
-                // The thread's id never changes: the client's id is the rest.
-                Some(field) if field.starts_with(self.id_text.as_str()) => Arc::clone(field),
-                _ => {
-                    let field: Arc<str> =
-                        Arc::from(format!("{}:{}", self.id_text, thread_id::current()));
-                    *cached = Some(Arc::clone(&field));
-                    field
-                }
-            }
-        })
-    }
-
     /// Counts a call that may take something in Redis as the client shuts
     /// down, so that shutdown waits for it to give that back (see
     /// [`shutdown`](Self::shutdown)).
     pub(crate) fn enter_call(&self) -> crate::waiting::WaitingCall<'_> {
         self.waiting.enter()
-    }
-
-    /// A request id unique across clients, for the unlock latch.
-    pub(crate) fn next_request_id(&self) -> String {
-        self.requests.next()
-    }
-
-    /// Makes request ids, for a release the worker carries on.
-    fn request_ids(&self) -> Arc<RequestIds> {
-        Arc::clone(&self.requests)
     }
 
     /// Takes the lock, waiting at most `wait` (forever when `None`), with
@@ -249,6 +214,7 @@ impl Engine {
     pub(crate) fn acquire<K: KindOps>(
         &self,
         lock: LockRef<'_, K>,
+        holder: Holder,
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
@@ -263,9 +229,10 @@ impl Engine {
             engine: self,
             id: self.next_call.fetch_add(1, Ordering::Relaxed),
             lock,
+            holder,
             lease,
             lease_ms,
-            field: self.field(lock.kind),
+            field: self.field(holder, lock.kind),
             unsure: Cell::new(false),
             unsure_is_late: Cell::new(false),
             late: RefCell::default(),
@@ -310,6 +277,8 @@ struct Call<'a, K> {
     /// no undo yet (see `lane.rs`).
     id: u64,
     lock: LockRef<'a, K>,
+    /// Who takes the lock: the calling thread or an owner.
+    holder: Holder,
     lease: Option<Duration>,
     lease_ms: u64,
     field: Arc<str>,
@@ -342,14 +311,23 @@ impl<K: KindOps> Call<'_, K> {
         grant: K::Grant,
         holds: u32,
     ) -> (Hold, K::Grant) {
-        let (record, orphans) = self.engine.renewals.add(
-            self.lock.name,
-            &self.field,
-            self.lock.kind.renew_kind(),
-            started,
-            holds,
-            self.lease,
-        );
+        // Redis still counts the holds of releases on the lane not sent yet
+        // (a drop that found the lane busy): they are no guard's any more,
+        // nor holds counted twice.
+        let add = |unsent: u32| {
+            self.engine.renewals.add(
+                self.lock.name,
+                &self.field,
+                self.lock.kind.renew_kind(),
+                started,
+                holds.saturating_sub(unsent),
+                self.lease,
+            )
+        };
+        let (record, orphans) = match turn {
+            Some(turn) => turn.with_state(|unsent, _| add(unsent)),
+            None => add(0),
+        };
         if orphans > 0 {
             match turn {
                 Some(turn) => self.release_orphans(turn, orphans),

@@ -47,6 +47,8 @@ pub enum Error {
         lock: String,
         /// Why, as far as the client can tell.
         cause: LossCause,
+        /// The owner whose hold it was; `None` for a thread's hold.
+        owner: Option<crate::Owner>,
     },
     /// A thread that holds only read holds of a read-write lock asked for
     /// its write lock: that could never be granted while it reads.
@@ -250,6 +252,7 @@ mod tests {
         let e = Error::LockLost {
             lock: "orders:42".into(),
             cause: LossCause::LeaseExpired,
+            owner: None,
         };
         let text = e.to_string();
         assert!(text.contains("orders:42"), "{text}");
@@ -259,6 +262,7 @@ mod tests {
             let text = Error::LockLost {
                 lock: "orders:42".into(),
                 cause,
+                owner: None,
             }
             .to_string();
             assert!(!text.contains("lease"), "{text}");
@@ -268,6 +272,7 @@ mod tests {
         let unknown = Error::LockLost {
             lock: "orders:42".into(),
             cause: LossCause::Unknown,
+            owner: None,
         };
         let text = format!("{unknown:?}");
         assert!(text.contains("warn level, target `redhold`"), "{text}");

@@ -1,19 +1,21 @@
-//! The RAII guard of one hold on a lock.
+//! The RAII guard of one hold on a lock, held by a thread or an owner.
 
 use std::fmt;
-use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::hold::Hold;
+use crate::holding::{Holding, ThisThread};
 use crate::kind::{Fenced, LockKind, Reentrant};
 use crate::lock::Lock;
 use crate::names;
+use crate::owner::Owner;
 
 /// One hold on a [`Lock`] of kind `K`, released when the guard is dropped.
 ///
-/// A guard belongs to the thread that took the lock: it is `!Send`, so the
-/// compiler refuses to move it to another thread, where the release would
-/// name the wrong holder:
+/// A thread's guard (`H` = [`ThisThread`], the default) belongs to the
+/// thread that took the lock: it is `!Send`, so the compiler refuses to
+/// move it to another thread, where the release would name the wrong
+/// holder:
 ///
 /// ```compile_fail
 /// let client = redhold::Client::open("redis://127.0.0.1:6379/").unwrap();
@@ -21,61 +23,51 @@ use crate::names;
 /// std::thread::spawn(move || drop(guard)); // error: `LockGuard` cannot be sent between threads
 /// ```
 ///
+/// An owner's guard ([`OwnerGuard`], from a [`Lock::for_owner`] handle) is
+/// `Send + Sync + 'static`: it may move to another thread, a channel or a
+/// struct that outlives the call, and its drop releases one hold of the
+/// owner wherever it runs.
+///
 /// Dropping the guard releases on a best-effort basis and logs a failure.
 /// The drop waits at most about one response timeout: a release Redis has
 /// not confirmed by then (a stalled server) goes on in the background, and
-/// a later acquire of the same lock by the same thread waits for it. Call
+/// the holder's next acquire of the same lock waits for it. Call
 /// [`unlock`](Self::unlock) to learn whether the release worked and whether
 /// the lock was still held.
 #[must_use = "if unused the lock will immediately unlock"]
-pub struct LockGuard<K: LockKind = Reentrant> {
-    lock: Lock<K>,
-    hold: Hold,
-    /// What the acquire handed out (the fencing token of a fenced lock).
-    grant: K::Grant,
-    /// Set once released (or leaked), so that `Drop` does nothing.
-    done: bool,
-    _not_send: PhantomData<std::sync::MutexGuard<'static, ()>>,
+pub struct LockGuard<K: LockKind = Reentrant, H: Holding = ThisThread> {
+    held: Held<K, H>,
+    /// `!Send` for a thread's guard.
+    _holder: H::GuardMarker,
 }
 
-impl<K: LockKind> LockGuard<K> {
-    pub(crate) fn new(lock: Lock<K>, hold: Hold, grant: K::Grant) -> Self {
+/// The guard of a hold taken for an [`Owner`]: `Send`, released on drop
+/// from whichever thread drops it.
+pub type OwnerGuard<K = Reentrant> = LockGuard<K, Owner>;
+
+impl<K: LockKind, H: Holding> LockGuard<K, H> {
+    pub(crate) fn new(held: Held<K, H>) -> Self {
         LockGuard {
-            lock,
-            hold,
-            grant,
-            done: false,
-            _not_send: PhantomData,
+            held,
+            _holder: H::GuardMarker::default(),
         }
     }
 
     /// Whether the hold is still believed held, without asking Redis: false
     /// once the watchdog (or a release) found the lock gone, once a lease has
-    /// run out, and once this thread took the lock anew after losing it.
+    /// run out, and once its holder took the lock anew after losing it.
     ///
     /// It is not told of a [`force_unlock`](Lock::force_unlock) or an
     /// expiry until the watchdog's next renewal (at most a third of the
-    /// watchdog timeout later) or this thread's next acquire or release of
-    /// the lock; [`Lock::is_held_by_current_thread`] asks Redis.
+    /// watchdog timeout later) or the holder's next acquire or release of
+    /// the lock; [`Lock::hold_count`] asks Redis.
     pub fn is_held(&self) -> bool {
-        let client = self.lock.client();
-        self.hold
-            .is_held_after(client.is_shut_down(), client.watchdog_timeout())
+        self.held.is_held()
     }
 
     /// The lock this guard holds.
-    pub fn lock(&self) -> &Lock<K> {
-        &self.lock
-    }
-
-    /// The fencing token of a fenced lock's guard; `None` for other kinds.
-    pub(crate) fn token_if_fenced(&self) -> Option<u64> {
-        K::token_of(&self.grant)
-    }
-
-    /// The hold this guard stands for.
-    pub(crate) fn hold(&self) -> &Hold {
-        &self.hold
+    pub fn lock(&self) -> &Lock<K, H> {
+        self.held.lock()
     }
 
     /// Releases the hold and reports how it went.
@@ -84,7 +76,7 @@ impl<K: LockKind> LockGuard<K> {
     ///
     /// [`Error::LockLost`](crate::Error::LockLost) when the lock had expired
     /// or been deleted meanwhile (someone else may have held it); a guard
-    /// whose hold was already known lost, or whose thread has taken the
+    /// whose hold was already known lost, or whose holder has taken the
     /// lock anew since, sends nothing to Redis and reports this too;
     /// [`Error::ReleaseUnconfirmed`](crate::Error::ReleaseUnconfirmed) when
     /// Redis did not confirm the release within the retry rule's bound
@@ -92,37 +84,105 @@ impl<K: LockKind> LockGuard<K> {
     /// release then goes on in the background until confirmed or until the
     /// lock's TTL has run out; [`Error::Shutdown`](crate::Error::Shutdown) after
     /// [`Client::shutdown`](crate::Client::shutdown).
-    pub fn unlock(mut self) -> Result<()> {
+    pub fn unlock(self) -> Result<()> {
+        self.held.unlock()
+    }
+
+    /// Keeps the hold without a guard: it stays held (and renewed by the
+    /// watchdog, if it has no lease) until its holder (the same thread, or
+    /// the owner from any thread) calls [`Lock::unlock`].
+    ///
+    /// A leaked hold with a lease ends when the lock's key expires, which is
+    /// when its lease runs out only if the holder holds the lock no other
+    /// way meanwhile: Redis keeps one TTL per lock, and redhold never
+    /// shortens it while the holder holds the lock, so a leaked lease nested
+    /// in (or followed by) other holds of the same holder lasts as long as
+    /// they keep the key alive, as in Redisson. Release it with
+    /// [`Lock::unlock`] once the holder is done with it.
+    pub fn leak(self) {
+        self.held.leak();
+    }
+
+    /// The hold this guard stands for.
+    pub(crate) fn hold(&self) -> &Hold {
+        self.held.hold()
+    }
+}
+
+impl<K: LockKind> LockGuard<K, Owner> {
+    /// The owner this hold belongs to.
+    pub fn owner(&self) -> Owner {
+        self.held.lock().holder()
+    }
+}
+
+impl<H: Holding> LockGuard<Fenced, H> {
+    /// The fencing token of this acquire: larger than every token handed out
+    /// before for this lock name, by any client.
+    pub fn token(&self) -> u64 {
+        self.held.grant()
+    }
+}
+
+impl<K: LockKind, H: Holding> fmt::Debug for LockGuard<K, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.held, f)
+    }
+}
+
+// ---- the hold inside a guard ----
+
+/// One hold of `lock`'s holder, released on drop unless done.
+pub(crate) struct Held<K: LockKind, H: Holding> {
+    lock: Lock<K, H>,
+    hold: Hold,
+    /// What the acquire handed out (the fencing token of a fenced lock).
+    grant: K::Grant,
+    /// Set once released (or leaked), so that `Drop` does nothing.
+    done: bool,
+}
+
+impl<K: LockKind, H: Holding> Held<K, H> {
+    pub(crate) fn new(lock: Lock<K, H>, hold: Hold, grant: K::Grant) -> Self {
+        Held {
+            lock,
+            hold,
+            grant,
+            done: false,
+        }
+    }
+
+    pub(crate) fn is_held(&self) -> bool {
+        let client = self.lock.client();
+        self.hold
+            .is_held_after(client.is_shut_down(), client.watchdog_timeout())
+    }
+
+    pub(crate) fn lock(&self) -> &Lock<K, H> {
+        &self.lock
+    }
+
+    pub(crate) fn grant(&self) -> K::Grant {
+        self.grant
+    }
+
+    /// The hold this stands for.
+    pub(crate) fn hold(&self) -> &Hold {
+        &self.hold
+    }
+
+    pub(crate) fn unlock(mut self) -> Result<()> {
         self.done = true;
         self.lock.release(&self.hold, false)
     }
 
-    /// Keeps the hold without a guard: it stays held (and renewed by the
-    /// watchdog, if it has no lease) until the same thread calls
-    /// [`Lock::unlock`].
-    ///
-    /// A leaked hold with a lease ends when the lock's key expires, which is
-    /// when its lease runs out only if the thread holds the lock no other
-    /// way meanwhile: Redis keeps one TTL per lock, and redhold never
-    /// shortens it while the thread holds the lock, so a leaked lease nested
-    /// in (or followed by) other holds of the same thread lasts as long as
-    /// they keep the key alive, as in Redisson. Release it with
-    /// [`Lock::unlock`] once the thread is done with it.
-    pub fn leak(mut self) {
+    pub(crate) fn leak(mut self) {
         self.done = true;
         self.lock.leak(&self.hold);
     }
 }
 
-impl LockGuard<Fenced> {
-    /// The fencing token of this acquire: larger than every token handed out
-    /// before for this lock name, by any client.
-    pub fn token(&self) -> u64 {
-        self.grant
-    }
-}
-
-impl<K: LockKind> Drop for LockGuard<K> {
+impl<K: LockKind, H: Holding> Drop for Held<K, H> {
     fn drop(&mut self) {
         if self.done {
             return;
@@ -137,12 +197,40 @@ impl<K: LockKind> Drop for LockGuard<K> {
     }
 }
 
-impl<K: LockKind> fmt::Debug for LockGuard<K> {
+impl<K: LockKind, H: Holding> fmt::Debug for Held<K, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockGuard")
             .field("lock", &self.lock)
             .field("held", &self.is_held())
             .field("grant", &self.grant)
             .finish()
+    }
+}
+
+/// A hold of any kind, for the guards that carry several (a multi-lock's
+/// members): `Send + Sync` whoever holds it.
+pub(crate) trait AnyHeld: Send + Sync + fmt::Debug {
+    fn unlock(self: Box<Self>) -> Result<()>;
+    fn is_held(&self) -> bool;
+    fn name(&self) -> &str;
+    /// The fencing token, when the lock is a fenced lock.
+    fn token(&self) -> Option<u64>;
+}
+
+impl<K: LockKind, H: Holding> AnyHeld for Held<K, H> {
+    fn unlock(self: Box<Self>) -> Result<()> {
+        Held::unlock(*self)
+    }
+
+    fn is_held(&self) -> bool {
+        Held::is_held(self)
+    }
+
+    fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    fn token(&self) -> Option<u64> {
+        K::token_of(&self.grant)
     }
 }

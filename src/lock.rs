@@ -3,6 +3,7 @@
 //! [`Engine`](crate::engine::Engine).
 
 mod holder;
+mod state;
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,22 +12,29 @@ use std::time::Duration;
 use crate::client::Client;
 use crate::engine::{self, LockRef, Mode};
 use crate::error::Result;
-use crate::guard::LockGuard;
+use crate::guard::{Held, LockGuard};
 use crate::hold::Hold;
+use crate::holding::{Holding, ThisThread};
 use crate::interrupt::Interrupt;
 use crate::kind::sealed::KindOps;
 use crate::kind::{Fair, Fenced, LockKind, Read, Reentrant, Spin, Write};
 use crate::names;
+use crate::owner::Owner;
 
 /// A handle on one named lock held in Redis, of kind `K`: by default the
 /// plain reentrant lock (Redisson's `RLock`); see [`LockKind`] for the others.
 ///
-/// The lock excludes every other thread, of this process or any other, that
+/// The lock excludes every other holder, of this process or any other, that
 /// locks the same name on the same server (Redisson clients included); the
-/// thread that holds it may lock it again, and must release it as many times.
-/// Handles are cheap to clone and may be shared between threads; a hold
-/// belongs to the thread that took it, and its [`LockGuard`] cannot leave
-/// that thread.
+/// holder that has it may lock it again, and must release it as many times.
+/// Handles are cheap to clone and may be shared between threads.
+///
+/// `H` says who holds what the handle takes: by default the calling thread
+/// ([`ThisThread`](crate::ThisThread)): a hold belongs to the thread that
+/// took it, and its [`LockGuard`] cannot leave that thread. A handle made
+/// with [`for_owner`](Self::for_owner) takes holds for an
+/// [`Owner`](crate::Owner) instead, from whichever thread calls, and its
+/// guards ([`OwnerGuard`](crate::OwnerGuard)) may move to other threads.
 ///
 /// ```no_run
 /// # fn main() -> redhold::Result<()> {
@@ -41,9 +49,10 @@ use crate::names;
 /// }
 /// # Ok(()) }
 /// ```
-pub struct Lock<K: LockKind = Reentrant> {
+pub struct Lock<K: LockKind = Reentrant, H: Holding = ThisThread> {
     client: Client,
     keys: Arc<Keys<K>>,
+    holder: H,
 }
 
 /// The plain reentrant lock (Redisson's `RLock`): [`Client::lock`].
@@ -65,16 +74,17 @@ struct Keys<K> {
     kind: K,
 }
 
-impl<K: LockKind> Clone for Lock<K> {
+impl<K: LockKind, H: Holding> Clone for Lock<K, H> {
     fn clone(&self) -> Self {
         Lock {
             client: self.client.clone(),
             keys: Arc::clone(&self.keys),
+            holder: self.holder,
         }
     }
 }
 
-impl Lock<Spin> {
+impl<H: Holding> Lock<Spin, H> {
     /// The same spin lock with another backoff: a waiter tries again after
     /// `initial`, doubling up to `max`. The default is 1 ms to 128 ms.
     pub fn with_backoff(self, initial: Duration, max: Duration) -> Self {
@@ -83,6 +93,7 @@ impl Lock<Spin> {
         Lock {
             client: self.client,
             keys: Arc::new(Keys { name, kind }),
+            holder: self.holder,
         }
     }
 }
@@ -96,7 +107,28 @@ impl<K: LockKind> Lock<K> {
                 name: Arc::from(name),
                 kind,
             }),
+            holder: ThisThread,
         }
+    }
+}
+
+impl<K: LockKind, H: Holding> Lock<K, H> {
+    /// The same lock, taken and released for `owner` instead of the calling
+    /// thread: every acquire, `unlock` and query of the returned handle acts
+    /// for `owner`, whichever thread calls, and its guards are `Send` (see
+    /// [`Owner`]). Reentrant for the owner from any thread; the owner and
+    /// any thread are different holders, each waiting for the other.
+    pub fn for_owner(&self, owner: Owner) -> Lock<K, Owner> {
+        Lock {
+            client: self.client.clone(),
+            keys: Arc::clone(&self.keys),
+            holder: owner,
+        }
+    }
+
+    /// Who this handle's holds are for: [`ThisThread`] or an [`Owner`].
+    pub fn holder(&self) -> H {
+        self.holder
     }
 
     /// The lock's name, which is also its Redis key.
@@ -123,7 +155,7 @@ impl<K: LockKind> Lock<K> {
     /// [`Error::Unreachable`](crate::Error::Unreachable) once Redis has been unreachable for the
     /// client's [outage tolerance](crate::ClientBuilder::outage_tolerance),
     /// or [`Error::Redis`](crate::Error::Redis) when Redis refuses the request itself.
-    pub fn lock(&self) -> Result<LockGuard<K>> {
+    pub fn lock(&self) -> Result<LockGuard<K, H>> {
         self.acquire_or_wait(None, None, None)
     }
 
@@ -134,7 +166,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// As [`lock`](Self::lock), and [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a lease
     /// under one millisecond.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K>> {
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<LockGuard<K, H>> {
         self.acquire_or_wait(Some(lease), None, None)
     }
 
@@ -144,7 +176,7 @@ impl<K: LockKind> Lock<K> {
     ///
     /// [`Error::Interrupted`](crate::Error::Interrupted) once `interrupt` is triggered (also when it was
     /// triggered before the call), otherwise as [`lock`](Self::lock).
-    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<LockGuard<K>> {
+    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<LockGuard<K, H>> {
         self.acquire_or_wait(None, Some(interrupt), None)
     }
 
@@ -159,7 +191,7 @@ impl<K: LockKind> Lock<K> {
         &self,
         interrupt: &Interrupt,
         lease: Duration,
-    ) -> Result<LockGuard<K>> {
+    ) -> Result<LockGuard<K, H>> {
         self.acquire_or_wait(Some(lease), Some(interrupt), None)
     }
 
@@ -171,7 +203,7 @@ impl<K: LockKind> Lock<K> {
     /// [`Error::InvalidName`](crate::Error::InvalidName), [`Error::Shutdown`](crate::Error::Shutdown), or [`Error::Redis`](crate::Error::Redis)
     /// when Redis cannot be reached within the retries (no outage is
     /// waited out).
-    pub fn try_lock(&self) -> Result<Option<LockGuard<K>>> {
+    pub fn try_lock(&self) -> Result<Option<LockGuard<K, H>>> {
         self.acquire(None, Some(Duration::ZERO), None)
     }
 
@@ -183,7 +215,7 @@ impl<K: LockKind> Lock<K> {
     /// As [`lock`](Self::lock); also [`Error::Unreachable`](crate::Error::Unreachable) when `wait`
     /// runs out while Redis is unreachable (whether the lock was free is
     /// then unknown).
-    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard<K>>> {
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard<K, H>>> {
         self.acquire(None, Some(wait), None)
     }
 
@@ -196,7 +228,7 @@ impl<K: LockKind> Lock<K> {
         &self,
         wait: Duration,
         lease: Duration,
-    ) -> Result<Option<LockGuard<K>>> {
+    ) -> Result<Option<LockGuard<K, H>>> {
         self.acquire(Some(lease), Some(wait), None)
     }
 
@@ -228,86 +260,17 @@ impl<K: LockKind> Lock<K> {
     /// the lock expired or was deleted meanwhile, otherwise as
     /// [`lock`](Self::lock).
     pub fn unlock(&self) -> Result<()> {
-        self.client.engine().unlock(self.lock_ref())
-    }
-
-    /// Whether any thread of any client holds the lock (for a read or write
-    /// lock: holds it in that mode).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidName`](crate::Error::InvalidName), [`Error::Shutdown`](crate::Error::Shutdown), [`Error::Redis`](crate::Error::Redis).
-    pub fn is_locked(&self) -> Result<bool> {
-        self.validate()?;
-        let server = self.client.engine().server();
-        server.check_open()?;
-        self.keys
-            .kind
-            .is_locked(engine::target(server, self.lock_ref()))
-    }
-
-    /// Whether the calling thread holds the lock.
-    ///
-    /// # Errors
-    ///
-    /// As [`is_locked`](Self::is_locked).
-    pub fn is_held_by_current_thread(&self) -> Result<bool> {
-        Ok(self.hold_count()? > 0)
-    }
-
-    /// How many times the calling thread holds the lock (0 when it does not).
-    /// A release of a dropped guard still unconfirmed (a stalled server) is
-    /// settled first, so the count never includes a hold already given up.
-    ///
-    /// # Errors
-    ///
-    /// As [`is_locked`](Self::is_locked); also [`Error::Redis`](crate::Error::Redis)
-    /// when such a pending release still gets no answer.
-    pub fn hold_count(&self) -> Result<u32> {
-        self.validate()?;
-        let field = self.client.engine().field(&self.keys.kind);
-        // Fails in a forked child before it touches anything.
         self.client
             .engine()
-            .settle_pending(&self.keys.name, &field)?;
-        let count: Option<u32> = self.client.engine().server().run(|conn| {
-            redis::cmd("HGET")
-                .arg(&*self.keys.name)
-                .arg(&*field)
-                .query(conn)
-        })?;
-        Ok(count.unwrap_or(0))
+            .unlock(self.lock_ref(), self.holder.holder())
     }
-
-    /// How long the lock will live in Redis unless renewed or released;
-    /// `None` when it is not locked. A key without expiry (which redhold
-    /// never makes) reports `Duration::MAX`.
-    ///
-    /// # Errors
-    ///
-    /// As [`is_locked`](Self::is_locked).
-    pub fn remaining_lease(&self) -> Result<Option<Duration>> {
-        self.validate()?;
-        let ttl: i64 = self
-            .client
-            .engine()
-            .server()
-            .run(|conn| redis::cmd("PTTL").arg(&*self.keys.name).query(conn))?;
-        Ok(match ttl {
-            -2 => None,
-            -1 => Some(Duration::MAX),
-            ms => Some(Duration::from_millis(ms.max(0) as u64)),
-        })
-    }
-
-    // ---- for the engine, the guard and the other handles ----
 
     fn acquire_or_wait(
         &self,
         lease: Option<Duration>,
         interrupt: Option<&Interrupt>,
         wait: Option<Duration>,
-    ) -> Result<LockGuard<K>> {
+    ) -> Result<LockGuard<K, H>> {
         match self.acquire(lease, wait, interrupt)? {
             Some(guard) => Ok(guard),
             // Only a bounded wait can end without the lock.
@@ -321,12 +284,28 @@ impl<K: LockKind> Lock<K> {
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<LockGuard<K>>> {
-        let held = self
-            .client
-            .engine()
-            .acquire(self.lock_ref(), lease, wait, interrupt)?;
-        Ok(held.map(|(hold, grant)| LockGuard::new(self.clone(), hold, grant)))
+    ) -> Result<Option<LockGuard<K, H>>> {
+        Ok(self
+            .acquire_held(lease, wait, interrupt)?
+            .map(LockGuard::new))
+    }
+
+    /// [`acquire`](Self::acquire), the hold not yet in a guard (`Send` for
+    /// every holder).
+    pub(crate) fn acquire_held(
+        &self,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<Held<K, H>>> {
+        let held = self.client.engine().acquire(
+            self.lock_ref(),
+            self.holder.holder(),
+            lease,
+            wait,
+            interrupt,
+        )?;
+        Ok(held.map(|(hold, grant)| Held::new(self.clone(), hold, grant)))
     }
 
     /// Releases the hold a guard stands for: on the guard's drop, or with
@@ -353,12 +332,13 @@ impl<K: LockKind> Lock<K> {
     }
 }
 
-impl<K: LockKind> fmt::Debug for Lock<K> {
+impl<K: LockKind, H: Holding> fmt::Debug for Lock<K, H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
             .field("kind", &K::DESCRIPTION)
             .field("name", &names::shorten(&self.keys.name))
             .field("client", &self.client.id())
+            .field("holder", &self.holder)
             .finish()
     }
 }

@@ -12,9 +12,37 @@ use crossbeam_channel::{bounded, select, unbounded, Receiver, RecvTimeoutError, 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+use crate::owner::{owner_in_field, Owner};
 
-/// Called with a lock's name when the client finds that lock lost.
-pub(crate) type LostCallback = Arc<dyn Fn(&str) + Send + Sync>;
+/// A hold this client found lost while it was held (it expired or was
+/// deleted under its holder): what an
+/// [`on_hold_lost`](crate::ClientBuilder::on_hold_lost) callback is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LostHold {
+    /// The lock's name.
+    pub lock: String,
+    /// The holder's id, its field in the lock's hash:
+    /// `<client-uuid>:<thread-id>` or `<client-uuid>:<owner-id>` (a write
+    /// lock's ends in `:write`).
+    pub holder_id: String,
+    /// The owner that held it; `None` when a thread did.
+    pub owner: Option<Owner>,
+}
+
+impl LostHold {
+    /// The loss of `field`'s holds on `lock`.
+    pub(crate) fn new(lock: &str, field: &str) -> LostHold {
+        LostHold {
+            lock: lock.to_owned(),
+            holder_id: field.to_owned(),
+            owner: owner_in_field(field),
+        }
+    }
+}
+
+/// Called for each hold the client finds lost.
+pub(crate) type LostCallback = Arc<dyn Fn(&LostHold) + Send + Sync>;
 
 /// How long `shutdown` waits for callbacks still queued or running before
 /// it leaves them to finish on their own thread.
@@ -24,16 +52,16 @@ pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// callback it does nothing.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LostNotifier {
-    queue: Option<Sender<Arc<str>>>,
+    queue: Option<Sender<LostHold>>,
 }
 
 impl LostNotifier {
-    /// Queues the callback for the lock called `name`.
-    pub(crate) fn notify(&self, name: Arc<str>) {
+    /// Queues the callback for `lost`.
+    pub(crate) fn notify(&self, lost: LostHold) {
         if let Some(queue) = &self.queue {
             // Fails only once the callback thread has ended (after shutdown):
             // nobody is left to tell.
-            let _ = queue.send(name);
+            let _ = queue.send(lost);
         }
     }
 }
@@ -75,7 +103,7 @@ impl LostCallbacks {
             };
             return Ok((idle, LostNotifier::default()));
         };
-        let (queue, names) = unbounded::<Arc<str>>();
+        let (queue, names) = unbounded::<LostHold>();
         let (stop, stopped) = bounded::<()>(0);
         let (ended_tx, ended) = bounded::<()>(0);
         let thread = thread::Builder::new()
@@ -129,12 +157,12 @@ impl LostCallbacks {
 /// The thread's loop: one callback per lost lock, a panic caught and
 /// logged, until the handle stops it or every notifier is gone.
 fn run(
-    callback: &(dyn Fn(&str) + Send + Sync),
-    names: &Receiver<Arc<str>>,
+    callback: &(dyn Fn(&LostHold) + Send + Sync),
+    names: &Receiver<LostHold>,
     stopped: &Receiver<()>,
 ) {
-    let call = |name: Arc<str>| {
-        if catch_unwind(AssertUnwindSafe(|| callback(&name))).is_err() {
+    let call = |lost: LostHold| {
+        if catch_unwind(AssertUnwindSafe(|| callback(&lost))).is_err() {
             log::error!("redhold: the on_lock_lost callback panicked");
         }
     };

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
+use crate::holding::{Holding, ThisThread};
 use crate::interrupt::Interrupt;
+use crate::kind::LockKind;
 use crate::lock::Lock;
+use crate::owner::Owner;
 
 pub use member::{MemberGuard, MultiMember};
 
@@ -47,19 +50,25 @@ pub use member::{MemberGuard, MultiMember};
 /// # let _ = token;
 /// # Ok(()) }
 /// ```
+///
+/// [`for_owner`](Self::for_owner) takes the set for an
+/// [`Owner`](crate::Owner) instead of the calling thread; its guard may then
+/// move to other threads.
 #[derive(Clone)]
-pub struct MultiLock {
+pub struct MultiLock<H: Holding = ThisThread> {
     members: Vec<MultiMember>,
+    holder: H,
 }
 
 /// Holds every lock of a [`MultiLock`]; dropping it releases them all, in
 /// the reverse order of their acquisition.
 ///
-/// Like [`LockGuard`], it belongs to the thread that took the locks.
+/// Like [`LockGuard`], a thread's belongs to the thread that took the locks;
+/// an owner's (`H` = [`Owner`](crate::Owner)) may move to other threads.
 #[must_use = "if unused the locks will immediately unlock"]
-pub struct MultiLockGuard {
+pub struct MultiLockGuard<H: Holding = ThisThread> {
     /// In the order they were taken.
-    guards: Vec<MemberGuard>,
+    guards: Vec<MemberGuard<H>>,
 }
 
 impl MultiLock {
@@ -79,6 +88,18 @@ impl MultiLock {
     {
         MultiLock {
             members: locks.into_iter().map(Into::into).collect(),
+            holder: ThisThread,
+        }
+    }
+}
+
+impl<H: Holding> MultiLock<H> {
+    /// The same set, taken and released for `owner` instead of the calling
+    /// thread (see [`Lock::for_owner`]).
+    pub fn for_owner(&self, owner: Owner) -> MultiLock<Owner> {
+        MultiLock {
+            members: self.members.clone(),
+            holder: owner,
         }
     }
 
@@ -98,7 +119,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::lock`]; nothing stays locked after an error.
-    pub fn lock(&self) -> Result<MultiLockGuard> {
+    pub fn lock(&self) -> Result<MultiLockGuard<H>> {
         self.acquire(None, None, None).map(expect_held)
     }
 
@@ -107,7 +128,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::lock_with_lease`]; nothing stays locked after an error.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<MultiLockGuard> {
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<MultiLockGuard<H>> {
         self.acquire(Some(lease), None, None).map(expect_held)
     }
 
@@ -116,7 +137,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::lock_interruptibly`]; nothing stays locked after an error.
-    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<MultiLockGuard> {
+    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<MultiLockGuard<H>> {
         self.acquire(None, None, Some(interrupt)).map(expect_held)
     }
 
@@ -126,7 +147,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::try_lock`].
-    pub fn try_lock(&self) -> Result<Option<MultiLockGuard>> {
+    pub fn try_lock(&self) -> Result<Option<MultiLockGuard<H>>> {
         self.acquire(None, Some(Duration::ZERO), None)
     }
 
@@ -135,7 +156,7 @@ impl MultiLock {
     /// # Errors
     ///
     /// As [`Lock::try_lock_for`].
-    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiLockGuard>> {
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiLockGuard<H>>> {
         self.acquire(None, Some(wait), None)
     }
 
@@ -149,7 +170,7 @@ impl MultiLock {
         &self,
         wait: Duration,
         lease: Duration,
-    ) -> Result<Option<MultiLockGuard>> {
+    ) -> Result<Option<MultiLockGuard<H>>> {
         self.acquire(Some(lease), Some(wait), None)
     }
 
@@ -179,7 +200,7 @@ impl MultiLock {
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<MultiLockGuard>> {
+    ) -> Result<Option<MultiLockGuard<H>>> {
         if self.members.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "lock list",
@@ -191,7 +212,8 @@ impl MultiLock {
         let mut first = 0;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let Some(head) = self.members[first].acquire(lease, left, interrupt)? else {
+            let Some(head) = self.members[first].acquire(self.holder, lease, left, interrupt)?
+            else {
                 return Ok(None);
             };
             let mut guards = Vec::with_capacity(self.members.len());
@@ -204,7 +226,7 @@ impl MultiLock {
                     continue;
                 }
                 // On error the guards taken so far are released, last first.
-                match lock.acquire(lease, Some(Duration::ZERO), None) {
+                match lock.acquire(self.holder, lease, Some(Duration::ZERO), None) {
                     Ok(Some(guard)) => guards.push(guard),
                     Ok(None) => {
                         busy = Some(i);
@@ -243,7 +265,7 @@ impl MultiLock {
 }
 
 /// An unbounded wait only ends with the locks or an error.
-fn expect_held(guard: Option<MultiLockGuard>) -> MultiLockGuard {
+fn expect_held<H: Holding>(guard: Option<MultiLockGuard<H>>) -> MultiLockGuard<H> {
     match guard {
         Some(guard) => guard,
         None => unreachable!("an unbounded wait ended without the locks"),
@@ -252,12 +274,12 @@ fn expect_held(guard: Option<MultiLockGuard>) -> MultiLockGuard {
 
 /// Releases every member's guard, the last taken first, returning the
 /// first error after trying them all.
-fn release_members(guards: Vec<MemberGuard>) -> Result<()> {
+fn release_members<H: Holding>(guards: Vec<MemberGuard<H>>) -> Result<()> {
     first_error(guards.into_iter().rev().map(MemberGuard::unlock))
 }
 
 /// Releases every guard, returning the first error after trying them all.
-pub(crate) fn release_all(guards: Vec<LockGuard>) -> Result<()> {
+pub(crate) fn release_all<K: LockKind, H: Holding>(guards: Vec<LockGuard<K, H>>) -> Result<()> {
     first_error(guards.into_iter().map(LockGuard::unlock))
 }
 
@@ -272,7 +294,7 @@ fn first_error(outcomes: impl Iterator<Item = Result<()>>) -> Result<()> {
     first.map_or(Ok(()), Err)
 }
 
-impl MultiLockGuard {
+impl<H: Holding> MultiLockGuard<H> {
     /// Whether every lock is still believed held (no I/O); see
     /// [`LockGuard::is_held`].
     pub fn is_held(&self) -> bool {
@@ -282,13 +304,13 @@ impl MultiLockGuard {
     /// The guards of the individual locks, in the order they were taken
     /// (the lock waited for first, then the others in the multi-lock's
     /// order).
-    pub fn guards(&self) -> &[MemberGuard] {
+    pub fn guards(&self) -> &[MemberGuard<H>] {
         &self.guards
     }
 
     /// The guards of the individual locks, each to be released on its own
     /// (in the order of [`guards`](Self::guards)).
-    pub fn into_guards(mut self) -> Vec<MemberGuard> {
+    pub fn into_guards(mut self) -> Vec<MemberGuard<H>> {
         std::mem::take(&mut self.guards)
     }
 
@@ -303,7 +325,7 @@ impl MultiLockGuard {
     }
 }
 
-impl Drop for MultiLockGuard {
+impl<H: Holding> Drop for MultiLockGuard<H> {
     /// Releases every lock still here, the last taken first.
     fn drop(&mut self) {
         while let Some(guard) = self.guards.pop() {
@@ -312,15 +334,16 @@ impl Drop for MultiLockGuard {
     }
 }
 
-impl fmt::Debug for MultiLock {
+impl<H: Holding> fmt::Debug for MultiLock<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MultiLock")
             .field("members", &self.members)
+            .field("holder", &self.holder)
             .finish()
     }
 }
 
-impl fmt::Debug for MultiLockGuard {
+impl<H: Holding> fmt::Debug for MultiLockGuard<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MultiLockGuard")
             .field("guards", &self.guards)

@@ -5,10 +5,13 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
+use crate::holding::{Holding, ThisThread};
 use crate::interrupt::{self, Interrupt};
+use crate::kind::Reentrant;
 use crate::lock::Lock;
 use crate::multi_lock::release_all;
 use crate::names;
+use crate::owner::Owner;
 use crate::red_lock_guard::{release_unsure, RedLockGuard};
 
 /// Longest pause between two rounds; each pause is random below it, so that
@@ -58,9 +61,12 @@ const MAX_RETRY_PAUSE: Duration = Duration::from_millis(50);
 /// }
 /// # Ok(()) }
 /// ```
+///
+/// [`for_owner`](Self::for_owner) takes it for an [`Owner`] instead of the
+/// calling thread; its guard may then move to other threads.
 #[derive(Clone)]
-pub struct RedLock {
-    locks: Vec<Lock>,
+pub struct RedLock<H: Holding = ThisThread> {
+    locks: Vec<Lock<Reentrant, H>>,
 }
 
 impl RedLock {
@@ -68,6 +74,20 @@ impl RedLock {
     /// reported by the first call that locks ([`Error::InvalidArgument`]).
     pub fn new(locks: Vec<Lock>) -> Self {
         RedLock { locks }
+    }
+}
+
+impl<H: Holding> RedLock<H> {
+    /// The same RedLock, taken and released for `owner` instead of the
+    /// calling thread (see [`Lock::for_owner`]).
+    pub fn for_owner(&self, owner: Owner) -> RedLock<Owner> {
+        RedLock {
+            locks: self
+                .locks
+                .iter()
+                .map(|lock| lock.for_owner(owner))
+                .collect(),
+        }
     }
 
     /// How many per-server locks make a majority.
@@ -82,7 +102,7 @@ impl RedLock {
     ///
     /// [`Error::InvalidArgument`] for an empty list, [`Error::InvalidName`];
     /// errors of single servers only count as failed votes.
-    pub fn lock(&self) -> Result<RedLockGuard> {
+    pub fn lock(&self) -> Result<RedLockGuard<H>> {
         match self.acquire(None, None, None)? {
             Some(guard) => Ok(guard),
             None => unreachable!("an unbounded wait ended without the lock"),
@@ -95,7 +115,7 @@ impl RedLock {
     ///
     /// As [`lock`](Self::lock), and [`Error::InvalidArgument`] for a lease
     /// under one millisecond.
-    pub fn lock_with_lease(&self, lease: Duration) -> Result<RedLockGuard> {
+    pub fn lock_with_lease(&self, lease: Duration) -> Result<RedLockGuard<H>> {
         match self.acquire(Some(lease), None, None)? {
             Some(guard) => Ok(guard),
             None => unreachable!("an unbounded wait ended without the lock"),
@@ -107,7 +127,7 @@ impl RedLock {
     /// # Errors
     ///
     /// As [`lock`](Self::lock), and [`Error::Interrupted`].
-    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<RedLockGuard> {
+    pub fn lock_interruptibly(&self, interrupt: &Interrupt) -> Result<RedLockGuard<H>> {
         match self.acquire(None, None, Some(interrupt))? {
             Some(guard) => Ok(guard),
             None => unreachable!("an unbounded wait ended without the lock"),
@@ -119,7 +139,7 @@ impl RedLock {
     /// # Errors
     ///
     /// As [`lock`](Self::lock).
-    pub fn try_lock(&self) -> Result<Option<RedLockGuard>> {
+    pub fn try_lock(&self) -> Result<Option<RedLockGuard<H>>> {
         self.acquire(None, Some(Duration::ZERO), None)
     }
 
@@ -128,7 +148,7 @@ impl RedLock {
     /// # Errors
     ///
     /// As [`lock`](Self::lock).
-    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
+    pub fn try_lock_for(&self, wait: Duration) -> Result<Option<RedLockGuard<H>>> {
         self.acquire(None, Some(wait), None)
     }
 
@@ -141,7 +161,7 @@ impl RedLock {
         &self,
         wait: Duration,
         lease: Duration,
-    ) -> Result<Option<RedLockGuard>> {
+    ) -> Result<Option<RedLockGuard<H>>> {
         self.acquire(Some(lease), Some(wait), None)
     }
 
@@ -150,7 +170,7 @@ impl RedLock {
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<RedLockGuard>> {
+    ) -> Result<Option<RedLockGuard<H>>> {
         if self.locks.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "lock list",
@@ -212,7 +232,7 @@ impl RedLock {
     /// Tries every server once. Returns the guards and the servers whose
     /// reply was lost when a majority was taken; otherwise releases what was
     /// (or may have been) taken and returns `None`.
-    fn round(&self, lease: Option<Duration>) -> Result<Option<Taken>> {
+    fn round(&self, lease: Option<Duration>) -> Result<Option<Taken<H>>> {
         let quorum = self.quorum();
         let mut guards = Vec::with_capacity(self.locks.len());
         let mut unsure = Vec::new();
@@ -269,7 +289,7 @@ impl RedLock {
 
 /// What a round that reached a majority took: the guards of the servers
 /// that granted the lock, and the servers whose reply was lost.
-type Taken = (Vec<LockGuard>, Vec<Lock>);
+type Taken<H> = (Vec<LockGuard<Reentrant, H>>, Vec<Lock<Reentrant, H>>);
 
 /// A random duration in `[0, max)`, from the OS's random source.
 fn random_below(max: Duration) -> Duration {
@@ -278,7 +298,7 @@ fn random_below(max: Duration) -> Duration {
     Duration::from_nanos(random % nanos)
 }
 
-impl fmt::Debug for RedLock {
+impl<H: Holding> fmt::Debug for RedLock<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedLock")
             .field("locks", &self.locks)

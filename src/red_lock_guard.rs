@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
+use crate::holding::{Holding, ThisThread};
+use crate::kind::Reentrant;
 use crate::lock::Lock;
 use crate::multi_lock::release_all;
 
@@ -15,11 +17,11 @@ use crate::multi_lock::release_all;
 /// Dropping it releases them, and also tries the servers whose reply was
 /// lost while acquiring: their request may have taken the lock after all.
 #[must_use = "if unused the lock will immediately unlock"]
-pub struct RedLockGuard {
-    pub(crate) guards: Vec<LockGuard>,
+pub struct RedLockGuard<H: Holding = ThisThread> {
+    pub(crate) guards: Vec<LockGuard<Reentrant, H>>,
     /// Servers whose acquire failed without a reply (error, timeout): they
     /// may hold the lock for us anyway, so they are released with the rest.
-    pub(crate) unsure: Vec<Lock>,
+    pub(crate) unsure: Vec<Lock<Reentrant, H>>,
     pub(crate) quorum: usize,
     /// The lease, or `None` when the watchdog renews the per-server locks.
     pub(crate) lease: Option<Duration>,
@@ -32,7 +34,7 @@ pub struct RedLockGuard {
 /// Releases the locks of servers whose acquire reply was lost. A server
 /// where the acquire did not happen answers `NotHeld`; one still unreachable
 /// lets the lock expire after its lease or watchdog timeout.
-pub(crate) fn release_unsure(unsure: Vec<Lock>) {
+pub(crate) fn release_unsure<H: Holding>(unsure: Vec<Lock<Reentrant, H>>) {
     for lock in unsure {
         match lock.unlock() {
             Ok(()) | Err(Error::NotHeld { .. }) => {}
@@ -46,7 +48,7 @@ pub(crate) fn release_unsure(unsure: Vec<Lock>) {
     }
 }
 
-impl RedLockGuard {
+impl<H: Holding> RedLockGuard<H> {
     /// How much longer the lock is certainly held on a majority; do the
     /// protected work within it.
     ///
@@ -75,7 +77,7 @@ impl RedLockGuard {
     }
 
     /// Until when one server's lock certainly lives in Redis, if known.
-    fn held_until(&self, guard: &LockGuard) -> Option<Instant> {
+    fn held_until(&self, guard: &LockGuard<Reentrant, H>) -> Option<Instant> {
         let lock = guard.lock();
         match self.lease {
             Some(lease) => self.started.checked_add(lease),
@@ -117,7 +119,7 @@ impl RedLockGuard {
     }
 }
 
-impl Drop for RedLockGuard {
+impl<H: Holding> Drop for RedLockGuard<H> {
     fn drop(&mut self) {
         if let Err(e) = self.release() {
             log::warn!(
@@ -128,7 +130,7 @@ impl Drop for RedLockGuard {
     }
 }
 
-impl fmt::Debug for RedLockGuard {
+impl<H: Holding> fmt::Debug for RedLockGuard<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedLockGuard")
             .field("servers_held", &self.guards.len())

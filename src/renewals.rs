@@ -340,9 +340,15 @@ impl RenewalMap {
         true
     }
 
-    /// How many (lock, thread) pairs hold a lock, watched or leased.
-    pub(crate) fn held(&self) -> usize {
-        self.entries.lock().len()
+    /// How many (lock, holder) pairs hold a lock, watched or leased, and
+    /// how many of them are an owner's.
+    pub(crate) fn held(&self) -> (usize, usize) {
+        let entries = self.entries.lock();
+        let owners = entries
+            .keys()
+            .filter(|(_, field)| crate::owner::owner_in_field(field).is_some())
+            .count();
+        (entries.len(), owners)
     }
 
     /// How many (lock, thread) generations the watchdog renews.

@@ -12,9 +12,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Locks this client's threads hold now: one per (lock, thread), however
-    /// many times the thread re-entered it.
+    /// Locks this client's threads and owners hold now: one per (lock,
+    /// holder), however many times the holder re-entered it.
     pub held_locks: usize,
+    /// Of [`held_locks`](Self::held_locks), those an [`Owner`](crate::Owner)
+    /// holds.
+    pub owner_held_locks: usize,
     /// Threads parked now, waiting for a lock to be released (or for a spin
     /// lock's next attempt), for a semaphore's permits or for a count-down
     /// latch to open.
@@ -78,12 +81,13 @@ impl Counters {
     /// The totals, with the gauges the caller measured.
     pub(crate) fn snapshot(
         &self,
-        held_locks: usize,
+        (held_locks, owner_held_locks): (usize, usize),
         subscribed_channels: usize,
         pending_releases: usize,
     ) -> Stats {
         Stats {
             held_locks,
+            owner_held_locks,
             pending_releases,
             parked_waiters: self.parked.load(Ordering::Relaxed),
             subscribed_channels,

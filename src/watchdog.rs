@@ -11,7 +11,7 @@ use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::lost_callbacks::LostNotifier;
+use crate::lost_callbacks::{LostHold, LostNotifier};
 use crate::names;
 use crate::renewals::{HoldRecord, RenewalMap};
 use crate::scripts;
@@ -150,17 +150,18 @@ impl Renewer {
                     None => record.last_confirmed().elapsed() >= self.timeout,
                 };
                 if lost && self.renewals.mark_lost(record) {
-                    lost_names.push(Arc::clone(&record.name));
+                    lost_names.push(Arc::clone(record));
                 }
             }
         }
         report.lost = lost_names.len();
-        for name in lost_names {
+        for record in lost_names {
             log::warn!(
                 "redhold: lock {:?} was lost (expired or deleted) while held",
-                names::shorten(&name)
+                names::shorten(&record.name)
             );
-            self.on_lost.notify(name);
+            self.on_lost
+                .notify(LostHold::new(&record.name, &record.field));
         }
         report
     }

@@ -32,7 +32,7 @@ fn leased_lock_expires_and_release_reports_it_lost() {
     assert!(!guard.is_held(), "the guard knows its lease ran out");
 
     match guard.unlock() {
-        Err(Error::LockLost { lock, cause }) => {
+        Err(Error::LockLost { lock, cause, .. }) => {
             assert_eq!(lock, "leased");
             assert_eq!(cause, LossCause::LeaseExpired);
         }

@@ -307,7 +307,7 @@ fn a_hold_the_new_master_never_got_is_reported_lost() {
     assert_eq!(*lost.lock().unwrap(), ["unreplicated"]);
     assert!(!held.is_held(), "the guard still says it holds the lock");
     match held.unlock() {
-        Err(Error::LockLost { lock, cause }) => {
+        Err(Error::LockLost { lock, cause, .. }) => {
             assert_eq!(lock, "unreplicated");
             assert!(
                 matches!(cause, LossCause::Vanished | LossCause::TakenOver),

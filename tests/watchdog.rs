@@ -124,7 +124,7 @@ fn deleted_lock_is_reported_lost_once() {
     assert_eq!(*lost.lock().unwrap(), vec!["doomed".to_owned()]);
 
     match guard.unlock() {
-        Err(Error::LockLost { lock, cause }) => {
+        Err(Error::LockLost { lock, cause, .. }) => {
             assert_eq!(lock, "doomed");
             assert_eq!(cause, LossCause::Vanished, "deleted, nobody took it");
         }

@@ -6,7 +6,8 @@
 //! streaming tools.
 //!
 //! An object: `{"name", "locked", "kind", "mode", "ttl_ms", "holders":
-//! [{"client", "thread", "client_name", "host", "pid", "count", "write"}],
+//! [{"client", "thread", "owner", "client_name", "host", "pid", "count",
+//! "write"}] ("thread" is an owner's id when "owner" is true),
 //! "queue": [{"client", "thread", "client_name", "host", "pid", "field",
 //! "deadline_ms"}], "subscribers", "token"}`; `null` where a value is
 //! unknown or does not apply (`client_name`, `host` and `pid` of a
@@ -36,7 +37,10 @@ struct LockJson<'a> {
 #[derive(Debug, Serialize)]
 struct HolderJson<'a> {
     client: String,
+    /// The thread's number, or the owner's id.
     thread: u64,
+    /// Whether the holder is an owner, not a thread.
+    owner: bool,
     #[serde(flatten)]
     identity: IdentityJson<'a>,
     count: u64,
@@ -92,6 +96,7 @@ impl<'a> LockJson<'a> {
                 .map(|h| HolderJson {
                     client: h.client.hyphenated().to_string(),
                     thread: h.thread,
+                    owner: h.owner,
                     identity: IdentityJson::new(h.identity.as_ref()),
                     count: h.count,
                     write: h.write,

@@ -26,9 +26,15 @@ pub(crate) fn lock(info: &LockInfo) -> String {
             (Kind::ReadWrite, false) => " (read)",
             _ => "",
         };
+        // An owner is not a thread: say so, the id stays the field.
+        let id = if holder.owner {
+            format!("{}, owner", holder.id())
+        } else {
+            holder.id()
+        };
         lines.push(format!(
             "  {}  {} {holds}{side}",
-            who(holder.identity.as_ref(), &holder.id()),
+            who(holder.identity.as_ref(), &id),
             holder.count
         ));
     }
@@ -114,7 +120,8 @@ pub(crate) fn columns<const N: usize>(rows: &[[String; N]]) -> String {
 }
 
 /// The holders in short: how many, then the first two as
-/// `<first 8 hex digits of the client id>:<thread>`.
+/// `<first 8 hex digits of the client id>:<thread>` (`:owner:<id>` for an
+/// owner).
 fn holders(info: &LockInfo) -> String {
     if info.holders.is_empty() {
         return "0".to_owned();
@@ -130,7 +137,8 @@ fn holders(info: &LockInfo) -> String {
                 .identity
                 .as_ref()
                 .map_or_else(String::new, |identity| format!("{}@", identity.name));
-            format!("{named}{}:{}{write}", &client[..8], h.thread)
+            let holder = if h.owner { "owner:" } else { "" };
+            format!("{named}{}:{holder}{}{write}", &client[..8], h.thread)
         })
         .collect();
     if info.holders.len() > 2 {

@@ -67,6 +67,9 @@ impl<K: KindOps> Call<'_, K> {
         let mut reply = self.send_acquire(&turn, may_queue, holds_here);
         if holds_here && matches!(reply, Ok(AcquireReply::HoldsGone)) {
             self.holds_gone();
+            // Releases of those holds left by another thread of an owner
+            // meanwhile have nothing to release now.
+            turn.drop_unsent_releases();
             reply = self.send_acquire(&turn, may_queue, false);
         }
         if !self.late.borrow().is_empty() {
@@ -213,8 +216,11 @@ impl<K: KindOps> Call<'_, K> {
     pub(super) fn undo_late(&self, turn: &Turn<'_>) {
         let late = self.late.borrow_mut().take();
         if !late.is_empty() {
-            let here = self.engine.renewals.counted(self.lock.name, &self.field);
-            self.undo_behind(turn, late, here.saturating_add(turn.releases_pending()));
+            let above = turn.with_state(|_, releases| {
+                let here = self.engine.renewals.counted(self.lock.name, &self.field);
+                here.saturating_add(releases)
+            });
+            self.undo_behind(turn, late, above);
         }
         turn.late_undone();
     }

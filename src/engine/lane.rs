@@ -32,6 +32,7 @@ mod entry;
 mod one;
 mod pending;
 mod registry;
+mod turn;
 mod worker;
 
 pub(crate) use entry::Entry;

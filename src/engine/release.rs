@@ -57,22 +57,18 @@ impl Engine {
         mode: Mode,
     ) -> Result<()> {
         self.server.check_open()?;
-        // Forget the hold first: if the release then fails, the lock expires
-        // on its own instead of being renewed forever. A hold of a
-        // generation that is over is not released at all: the thread's
-        // current holds (same hash field) would be the ones released.
+        // A hold of a generation that is over is not released at all: the
+        // holder's current holds (same hash field) would be the ones
+        // released.
+        if !hold.record.is_live() {
+            return Err(self.lost(lock.name, hold));
+        }
         let which = match hold.renewal {
             Renewal::Unguarded => Which::Unguarded,
             _ => Which::Guard {
                 watched: hold.is_watched(),
             },
         };
-        match self.renewals.release_one(&hold.record, which) {
-            Ok(()) => {}
-            Err(Kept::Stale) => return Err(self.lost(lock.name, hold)),
-            // Every hold has a live guard: only that guard may give it back.
-            Err(Kept::Guarded) => return Err(not_held(lock.name)),
-        }
         let started = Instant::now();
         let config = self.server.config();
         let deadline = match mode {
@@ -101,13 +97,25 @@ impl Engine {
                 self.request_ids(),
             )
         };
+        // Forget the hold first, on the lane (under its turn, or with the
+        // entry that carries the release on): if the release then fails,
+        // the lock expires on its own instead of being renewed forever, and
+        // no step of the same holder counts the hold as a guard's while
+        // Redis still has it, or as Redis's while it is released.
         let turn = match self.lanes.enter(lock.name, field, None, deadline) {
             Ok(turn) => turn,
-            // An earlier request of this thread on the lock is not
+            // An earlier request of this holder on the lock is not
             // confirmed: this one goes after it, from the worker.
             Err(Error::Redis(e)) if is_transient(&e) && mode != Mode::Wait => {
-                let entry = Entry::Release(Arc::new(pending(0, None)));
-                if self.lanes.hand_to_worker(lock.name, field, entry).is_err() {
+                let (forgotten, pushed) =
+                    self.lanes.hand_to_worker_with(lock.name, field, || {
+                        match self.renewals.release_one(&hold.record, which) {
+                            Ok(()) => (Ok(()), Some(Entry::Release(Arc::new(pending(0, None))))),
+                            Err(kept) => (Err(kept), None),
+                        }
+                    })?;
+                self.kept(lock, hold, forgotten)?;
+                if pushed.is_err() {
                     log::warn!(
                         "redhold: too many releases pending; the lock {:?} expires after its TTL",
                         names::shorten(lock.name)
@@ -117,6 +125,7 @@ impl Engine {
             }
             Err(e) => return Err(e),
         };
+        self.kept(lock, hold, self.renewals.release_one(&hold.record, which))?;
         let successor = self.successor(lock, hold);
         let to = successor.as_ref().map(|(reserved, _)| {
             let offer = reserved.offer();
@@ -164,6 +173,21 @@ impl Engine {
                 self.released(&turn, lock, hold, again?, None, deadline)
             }
             released => self.released(&turn, lock, hold, released?, successor, deadline),
+        }
+    }
+
+    /// The error of a release whose hold the renewal map did not forget.
+    fn kept<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        hold: &Hold,
+        forgotten: std::result::Result<(), Kept>,
+    ) -> Result<()> {
+        match forgotten {
+            Ok(()) => Ok(()),
+            Err(Kept::Stale) => Err(self.lost(lock.name, hold)),
+            // Every hold has a live guard: only that guard may give it back.
+            Err(Kept::Guarded) => Err(not_held(lock.name)),
         }
     }
 
@@ -338,6 +362,7 @@ impl Engine {
         Error::LockLost {
             lock: names::shorten(name),
             cause,
+            owner: crate::owner::owner_in_field(&hold.record.field),
         }
     }
 }

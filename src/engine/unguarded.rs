@@ -14,6 +14,7 @@ use super::release::{background_release, not_held, Mode};
 use super::{Engine, LockRef};
 use crate::error::{is_transient, Error, Result};
 use crate::hold::{Hold, Renewal};
+use crate::holding::Holder;
 use crate::kind::sealed::KindOps;
 use crate::kind::{GONE_ON_RETRY, HOLDS_REMAIN};
 use crate::names;
@@ -23,10 +24,10 @@ use crate::server::Resends;
 impl Engine {
     /// Releases one hold of the calling thread that no guard stands for
     /// (given up with `leak`); [`Error::NotHeld`] when there is none.
-    pub(crate) fn unlock<K: KindOps>(&self, lock: LockRef<'_, K>) -> Result<()> {
+    pub(crate) fn unlock<K: KindOps>(&self, lock: LockRef<'_, K>, holder: Holder) -> Result<()> {
         names::validate(lock.name)?;
         self.server.check_open()?;
-        let field = self.field(lock.kind);
+        let field = self.field(holder, lock.kind);
         match self.renewals.find(lock.name, &field) {
             Some(record) => self.release(
                 lock,

@@ -116,7 +116,7 @@ impl<K: KindOps> Call<'_, K> {
             || self
                 .lock
                 .kind
-                .entered_through(&self.engine.base_field())
+                .entered_through(&self.engine.base_field(self.holder))
                 .is_some_and(|field| holds(&field))
     }
 

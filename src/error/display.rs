@@ -75,12 +75,14 @@ impl fmt::Display for Error {
             }
             Error::NotHeld { lock } => write!(
                 f,
-                "lock {lock:?} is not held by the current thread, so it cannot be released"
+                "lock {lock:?} is not held by the current thread (or the handle's owner) in a \
+                 way that may be released here, so it cannot be released"
             ),
-            Error::LockLost { lock, cause } => write!(
+            Error::LockLost { lock, cause, owner } => write!(
                 f,
-                "lock {lock:?} was lost while held, so another holder may have entered the \
+                "lock {lock:?} was lost while held{}, so another holder may have entered the \
                  critical section: {}",
+                owner.map_or_else(String::new, |owner| format!(" by {owner}")),
                 cause.explained()
             ),
             Error::UpgradeNotSupported { lock } => write!(

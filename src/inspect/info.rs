@@ -68,15 +68,20 @@ impl fmt::Display for Mode {
     }
 }
 
-/// One thread of one client holding a lock.
+/// One holder of a lock: a thread of one client, or an owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Holder {
     /// The holding client's id ([`Client::id`](crate::Client::id); a Redisson client's id too).
     pub client: Uuid,
-    /// The holding thread's number within that client's process.
+    /// The holding thread's number within that client's process, or the
+    /// holding owner's id (see [`owner`](Self::owner)).
     pub thread: u64,
-    /// How many times the thread holds it (reentrant holds).
+    /// Whether the holder is an [`Owner`](crate::Owner), not a thread: its
+    /// id is at or above 2^62 (a redhold owner, or a Redisson `threadId`
+    /// chosen in that range).
+    pub owner: bool,
+    /// How many times the holder holds it (reentrant holds).
     pub count: u64,
     /// Whether this is the writer of a read-write lock (its field ends in
     /// `:write`); a thread holding both read and write holds appears twice.

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::info::{Holder, Kind, LockInfo, Mode, Waiter};
 use crate::error::{Error, Result};
 use crate::names;
+use crate::owner::is_owner_id;
 use crate::scripts;
 use crate::server::Server;
 
@@ -147,6 +148,7 @@ pub(super) fn interpret(name: &str, raw: Raw) -> std::result::Result<LockInfo, &
         info.holders.push(Holder {
             client,
             thread,
+            owner: is_owner_id(thread),
             count,
             write,
             identity: None,
@@ -271,6 +273,15 @@ mod tests {
         assert_eq!(info.holders[0].id(), format!("{A}:7"));
         assert_eq!(info.holders[0].count, 2);
         assert!(!info.holders[0].write);
+        assert!(!info.holders[0].owner);
+    }
+
+    #[test]
+    fn an_owners_hold_is_labelled_as_such() {
+        let owner = crate::Owner::new();
+        let info = interpret("x", hash(&[&format!("{A}:{}", owner.id()), "1"])).unwrap();
+        assert!(info.holders[0].owner);
+        assert_eq!(info.holders[0].thread, owner.id());
     }
 
     #[test]

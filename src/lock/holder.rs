@@ -3,16 +3,21 @@
 
 use super::Lock;
 use crate::error::Result;
+use crate::holding::Holding;
 use crate::kind::LockKind;
 
-impl<K: LockKind> Lock<K> {
-    /// The calling thread's holder id: the field it holds this lock under
-    /// in the lock's hash, `<client-uuid>:<thread-id>` (a write lock's ends
-    /// in `:write`), as Redisson's `getLockName(threadId)` makes it. Operators
-    /// see it in `redhold show`; pass it to [`is_held_by`](Self::is_held_by)
-    /// from any thread or process. No I/O.
+impl<K: LockKind, H: Holding> Lock<K, H> {
+    /// This handle's holder's id: the field the calling thread (or the
+    /// owner) holds this lock under in the lock's hash,
+    /// `<client-uuid>:<thread-id>` or `<client-uuid>:<owner-id>` (a write
+    /// lock's ends in `:write`), as Redisson's `getLockName(threadId)`
+    /// makes it. Operators see it in `redhold show`; pass it to
+    /// [`is_held_by`](Self::is_held_by) from any thread or process. No I/O.
     pub fn holder_id(&self) -> String {
-        self.client.engine().field(&self.keys.kind).to_string()
+        self.client
+            .engine()
+            .field(self.holder.holder(), &self.keys.kind)
+            .to_string()
     }
 
     /// Whether the holder with id `holder` (a [`holder_id`](Self::holder_id)
@@ -30,12 +35,12 @@ impl<K: LockKind> Lock<K> {
                 reason: "it is empty; a holder id looks like `<client-uuid>:<thread-id>`".into(),
             });
         }
-        // This thread's own id: a release of a dropped guard still pending
-        // must not count (see `hold_count`).
+        // This handle's holder's own id: a release of a dropped guard still
+        // pending must not count (see `hold_count`).
         let engine = self.client.engine();
         // Before anything is touched: a forked child fails here.
         engine.server().check_process()?;
-        let field = engine.field(&self.keys.kind);
+        let field = engine.field(self.holder.holder(), &self.keys.kind);
         if *field == *holder {
             engine.settle_pending(&self.keys.name, &field)?;
         }

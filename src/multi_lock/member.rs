@@ -8,19 +8,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::guard::LockGuard;
+use crate::guard::AnyHeld;
+use crate::holding::{Holder, Holding, ThisThread};
 use crate::interrupt::Interrupt;
 use crate::kind::LockKind;
 use crate::lock::Lock;
 
 /// What a multi-lock needs of one lock, whatever its kind.
 trait AnyLock: Send + Sync + fmt::Debug {
+    /// Takes the lock for `holder`, as [`Lock`]'s acquires do.
     fn acquire(
         &self,
+        holder: Holder,
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<MemberGuard>>;
+    ) -> Result<Option<Box<dyn AnyHeld>>>;
     fn force_unlock(&self) -> Result<bool>;
     fn name(&self) -> &str;
     fn kind(&self) -> &'static str;
@@ -29,14 +32,21 @@ trait AnyLock: Send + Sync + fmt::Debug {
 impl<K: LockKind> AnyLock for Lock<K> {
     fn acquire(
         &self,
+        holder: Holder,
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<MemberGuard>> {
-        let guard = Lock::acquire(self, lease, wait, interrupt)?;
-        Ok(guard.map(|guard| MemberGuard {
-            guard: Box::new(guard),
-        }))
+    ) -> Result<Option<Box<dyn AnyHeld>>> {
+        fn boxed(held: impl AnyHeld + 'static) -> Box<dyn AnyHeld> {
+            Box::new(held)
+        }
+        Ok(match holder {
+            Holder::Thread => self.acquire_held(lease, wait, interrupt)?.map(boxed),
+            Holder::Owner(owner) => self
+                .for_owner(owner)
+                .acquire_held(lease, wait, interrupt)?
+                .map(boxed),
+        })
     }
 
     fn force_unlock(&self) -> Result<bool> {
@@ -79,14 +89,19 @@ impl MultiMember {
         self.lock.kind()
     }
 
-    /// Takes the lock as [`Lock`]'s acquires do.
-    pub(crate) fn acquire(
+    /// Takes the lock for `holder`, as [`Lock`]'s acquires do.
+    pub(crate) fn acquire<H: Holding>(
         &self,
+        holder: H,
         lease: Option<Duration>,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
-    ) -> Result<Option<MemberGuard>> {
-        self.lock.acquire(lease, wait, interrupt)
+    ) -> Result<Option<MemberGuard<H>>> {
+        let held = self.lock.acquire(holder.holder(), lease, wait, interrupt)?;
+        Ok(held.map(|guard| MemberGuard {
+            guard,
+            _holder: H::GuardMarker::default(),
+        }))
     }
 
     /// See [`Lock::force_unlock`].
@@ -101,48 +116,25 @@ impl fmt::Debug for MultiMember {
     }
 }
 
-/// What a multi-lock's guard needs of one lock's guard, whatever its kind.
-trait AnyGuard: fmt::Debug {
-    fn unlock(self: Box<Self>) -> Result<()>;
-    fn is_held(&self) -> bool;
-    fn name(&self) -> &str;
-    fn token(&self) -> Option<u64>;
-}
-
-impl<K: LockKind> AnyGuard for LockGuard<K> {
-    fn unlock(self: Box<Self>) -> Result<()> {
-        LockGuard::unlock(*self)
-    }
-
-    fn is_held(&self) -> bool {
-        LockGuard::is_held(self)
-    }
-
-    fn name(&self) -> &str {
-        self.lock().name()
-    }
-
-    fn token(&self) -> Option<u64> {
-        self.token_if_fenced()
-    }
-}
-
 /// The guard of one lock of a [`MultiLockGuard`](crate::MultiLockGuard):
 /// dropping it releases that lock (one hold), like the lock's own
-/// [`LockGuard`]. It belongs to the thread that took the locks.
+/// [`LockGuard`](crate::LockGuard). A thread's belongs to the thread that
+/// took the locks; an owner's may move to other threads.
 #[must_use = "if unused the lock will immediately unlock"]
-pub struct MemberGuard {
-    guard: Box<dyn AnyGuard>,
+pub struct MemberGuard<H: Holding = ThisThread> {
+    guard: Box<dyn AnyHeld>,
+    /// `!Send` for a thread's guard.
+    _holder: H::GuardMarker,
 }
 
-impl MemberGuard {
+impl<H: Holding> MemberGuard<H> {
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.guard.name()
     }
 
     /// Whether the lock is still believed held (no I/O); see
-    /// [`LockGuard::is_held`].
+    /// [`LockGuard::is_held`](crate::LockGuard::is_held).
     pub fn is_held(&self) -> bool {
         self.guard.is_held()
     }
@@ -152,17 +144,18 @@ impl MemberGuard {
         self.guard.token()
     }
 
-    /// Releases the lock and reports the outcome; see [`LockGuard::unlock`].
+    /// Releases the lock and reports the outcome; see
+    /// [`LockGuard::unlock`](crate::LockGuard::unlock).
     ///
     /// # Errors
     ///
-    /// As [`LockGuard::unlock`].
+    /// As [`LockGuard::unlock`](crate::LockGuard::unlock).
     pub fn unlock(self) -> Result<()> {
         self.guard.unlock()
     }
 }
 
-impl fmt::Debug for MemberGuard {
+impl<H: Holding> fmt::Debug for MemberGuard<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.guard, f)
     }

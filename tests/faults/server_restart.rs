@@ -142,7 +142,7 @@ fn waiters_ride_out_a_restart_and_other_calls_fail_in_time() {
     // The restarted server has no data: the hold is gone, and the release
     // says so instead of pretending it worked.
     match guard.unlock() {
-        Err(Error::LockLost { lock, cause }) => {
+        Err(Error::LockLost { lock, cause, .. }) => {
             assert_eq!(lock, name);
             assert_eq!(cause, LossCause::Vanished, "the restart wiped it");
         }

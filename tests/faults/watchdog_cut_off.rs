@@ -79,7 +79,7 @@ fn lock_is_reported_lost(
     match guard.unlock() {
         // Expired while renewals could not reach Redis: gone, or already
         // taken by someone else; never blamed on a lease it did not have.
-        Err(Error::LockLost { lock, cause }) => {
+        Err(Error::LockLost { lock, cause, .. }) => {
             assert_eq!(lock, name);
             assert!(
                 matches!(cause, LossCause::Vanished | LossCause::TakenOver),

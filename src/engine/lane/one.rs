@@ -98,8 +98,15 @@ impl Lane {
     /// Adds `entry`: a request sent goes before every unsent one (those
     /// run after it), an unsent one at the end.
     pub(super) fn push(&self, entry: Entry) {
+        self.state.lock().insert(entry);
+    }
+}
+
+impl State {
+    /// See [`Lane::push`]; the caller holds the lane's lock.
+    pub(super) fn insert(&mut self, entry: Entry) {
         let unsent = entry.is_unsent_release();
-        let mut state = self.state.lock();
+        let state = self;
         let at = if unsent {
             state.entries.len()
         } else {
@@ -112,6 +119,25 @@ impl Lane {
         state.entries.insert(at, Arc::new(entry));
     }
 
+    /// How many releases not sent yet the lane keeps: holds Redis still
+    /// counts that no guard counts any more.
+    pub(super) fn unsent_releases(&self) -> u32 {
+        let count = self
+            .entries
+            .iter()
+            .filter(|e| e.is_unsent_release())
+            .count();
+        u32::try_from(count).unwrap_or(u32::MAX)
+    }
+
+    /// How many releases the server has not confirmed: sent or not.
+    pub(super) fn releases(&self) -> u32 {
+        let count = self.entries.iter().filter(|e| e.is_release()).count();
+        u32::try_from(count).unwrap_or(u32::MAX)
+    }
+}
+
+impl Lane {
     /// Settles the entries in order, one attempt each (an entry that moves
     /// on is tried again), until all are settled (`Ok`) or one is not
     /// ready by `deadline` (its error). The caller holds the turn.

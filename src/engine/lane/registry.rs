@@ -156,6 +156,33 @@ impl Lanes {
         pushed
     }
 
+    /// [`hand_to_worker`](Self::hand_to_worker) of the entry `make` returns,
+    /// if any, with `make` run under the lane's lock: a release that
+    /// forgets its hold there is never seen half done by a step counting
+    /// the holder's holds (see [`Turn::with_state`]). Fails in a forked
+    /// child before `make` runs.
+    pub(crate) fn hand_to_worker_with<T>(
+        &self,
+        name: &Arc<str>,
+        field: &Arc<str>,
+        make: impl FnOnce() -> (T, Option<Entry>),
+    ) -> Result<(T, std::result::Result<(), NoRoom>)> {
+        self.shared.server.check_process()?;
+        let lane = self.shared.join(name, field);
+        let outcome = {
+            let mut state = lane.state.lock();
+            let (made, entry) = make();
+            let pushed = match entry {
+                Some(entry) => self.shared.admit(&entry).map(|()| state.insert(entry)),
+                None => Ok(()),
+            };
+            (made, pushed)
+        };
+        self.shared.nudge();
+        self.shared.leave(&lane);
+        Ok(outcome)
+    }
+
     /// How many releases the server has not confirmed yet.
     pub(crate) fn pending_releases(&self) -> usize {
         self.shared.releases.load(Ordering::Relaxed)
@@ -273,6 +300,15 @@ impl Shared {
         lane: &Lane,
         entry: Entry,
     ) -> std::result::Result<(), NoRoom> {
+        self.admit(&entry)?;
+        lane.push(entry);
+        self.nudge();
+        Ok(())
+    }
+
+    /// Counts `entry` in, unless the client keeps too many or the worker
+    /// cannot run; the caller then adds it to its lane and nudges.
+    fn admit(self: &Arc<Self>, entry: &Entry) -> std::result::Result<(), NoRoom> {
         if self.entries.fetch_add(1, Ordering::SeqCst) >= MAX_ENTRIES || !self.start_worker() {
             self.entries.fetch_sub(1, Ordering::SeqCst);
             return Err(NoRoom);
@@ -280,10 +316,13 @@ impl Shared {
         if entry.is_release() {
             self.releases.fetch_add(1, Ordering::Relaxed);
         }
-        lane.push(entry);
+        Ok(())
+    }
+
+    /// Makes sure the worker looks at the lanes again soon.
+    fn nudge(&self) {
         self.control.lock().nudged = true;
         self.wake.notify_one();
-        Ok(())
     }
 
     /// Settles `lane`'s entries by `deadline` (the caller holds its turn).
@@ -310,54 +349,9 @@ impl Shared {
 /// when dropped.
 #[derive(Debug)]
 pub(crate) struct Turn<'a> {
-    shared: &'a Arc<Shared>,
-    lane: Arc<Lane>,
-    call: Option<u64>,
-}
-
-impl Turn<'_> {
-    /// Records `entry`, a request of this step the server has not confirmed
-    /// (or a release not sent yet), for whoever takes the turn next.
-    /// Gives it back when the client keeps too many already.
-    pub(crate) fn push(&self, entry: Entry) -> std::result::Result<(), NoRoom> {
-        self.shared.push(&self.lane, entry)
-    }
-
-    /// How many releases of this lane the server has not confirmed yet:
-    /// holds Redis may still count that no guard counts any more.
-    pub(crate) fn releases_pending(&self) -> u32 {
-        let state = self.lane.state.lock();
-        let count = state.entries.iter().filter(|e| e.is_release()).count();
-        u32::try_from(count).unwrap_or(u32::MAX)
-    }
-
-    /// Keeps the lane for this turn's call, whose attempts' replies never
-    /// came, until [`late_undone`](Self::late_undone).
-    pub(crate) fn keep_for_late_call(&self) {
-        if let Some(call) = self.call {
-            self.lane.state.lock().late_call = Some(call);
-        }
-    }
-
-    /// The call's late attempts have their undos: other steps may go.
-    pub(crate) fn late_undone(&self) {
-        let mut state = self.lane.state.lock();
-        if state.late_call.is_some() && state.late_call == self.call {
-            state.late_call = None;
-            drop(state);
-            self.lane.turn_free.notify_all();
-        }
-    }
-
-    /// Settles the lane's entries within `deadline` (see [`Lane::settle`]).
-    pub(crate) fn settle(&self, deadline: Instant) -> Result<()> {
-        self.shared.settle(&self.lane, deadline)
-    }
-
-    /// Whether the lane holds entries the server has not confirmed.
-    pub(crate) fn has_entries(&self) -> bool {
-        self.lane.has_entries()
-    }
+    pub(super) shared: &'a Arc<Shared>,
+    pub(super) lane: Arc<Lane>,
+    pub(super) call: Option<u64>,
 }
 
 impl Drop for Turn<'_> {
