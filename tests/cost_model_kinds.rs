@@ -9,7 +9,7 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use redhold::{Lock, LockKind};
+use redhold::{Holding, Lock, LockKind, Owner};
 use support::RedisServer;
 
 /// Generous bound for anything that should take milliseconds.
@@ -24,7 +24,7 @@ fn scripts(calls: &HashMap<String, u64>) -> u64 {
 }
 
 /// Scripts of a reentrant pair (acquire twice, release twice).
-fn reentrant_pair<K: LockKind>(server: &RedisServer, lock: &Lock<K>) -> u64 {
+fn reentrant_pair<K: LockKind, H: Holding>(server: &RedisServer, lock: &Lock<K, H>) -> u64 {
     drop(lock.lock().unwrap()); // loads the scripts
     reset(server);
     let outer = lock.lock().unwrap();
@@ -110,6 +110,43 @@ fn a_reentrant_pair_is_four_scripts_for_every_kind() {
     );
     assert_eq!(reentrant_pair(&server, &rw.read()), 4, "read");
     assert_eq!(reentrant_pair(&server, &rw.write()), 4, "write");
+}
+
+/// An owner's holds cost what a thread's do: the same four scripts for a
+/// reentrant pair of every kind, re-entered from another thread or not.
+#[test]
+fn an_owners_reentrant_pair_is_four_scripts_for_every_kind() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let owner = Owner::new();
+    let rw = client.read_write_lock("o:rw");
+    let kinds = [
+        ("plain", reentrant_pair(&server, &client.lock("o:plain").for_owner(owner))),
+        ("fair", reentrant_pair(&server, &client.fair_lock("o:fair").for_owner(owner))),
+        ("fenced", reentrant_pair(&server, &client.fenced_lock("o:fenced").for_owner(owner))),
+        ("spin", reentrant_pair(&server, &client.spin_lock("o:spin").for_owner(owner))),
+        ("read", reentrant_pair(&server, &rw.read().for_owner(owner))),
+        ("write", reentrant_pair(&server, &rw.write().for_owner(owner))),
+    ];
+    for (kind, scripts) in kinds {
+        assert_eq!(scripts, 4, "{kind}");
+    }
+    // Taken on one thread, re-entered and released on others.
+    let lock = client.lock("o:threads").for_owner(owner);
+    drop(lock.lock().unwrap());
+    reset(&server);
+    let outer = lock.lock().unwrap();
+    let inner = {
+        let lock = lock.clone();
+        std::thread::spawn(move || lock.lock().unwrap()).join().unwrap()
+    };
+    std::thread::spawn(move || {
+        drop(inner);
+        drop(outer);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(scripts(&server.command_calls()), 4, "across threads");
 }
 
 /// Three scripts per hand-over between two clients for every kind that
