@@ -106,6 +106,29 @@
 //! ([`Lock::holder_id`]). [`LockGuard::unlock`] releases with a `Result`;
 //! [`LockGuard::is_held`] says whether the watchdog still finds the lock.
 //!
+//! **Hand a lock to another thread.** A hold may belong to an [`Owner`]
+//! instead of a thread (Redisson's `threadId` overloads): a job that takes
+//! a lock on one worker and finishes on another, a pipeline whose stages
+//! run on different threads. [`Lock::for_owner`] makes a handle that takes
+//! and releases for the owner from whichever thread calls; its guard, an
+//! [`OwnerGuard`], is `Send`, and dropping it anywhere releases one hold.
+//! The owner re-enters its locks from any thread, and waits for every
+//! other holder (threads included); [`MultiLock::for_owner`] and
+//! [`RedLock::for_owner`] do the same for the multi-locks.
+//!
+//! ```no_run
+//! # fn main() -> redhold::Result<()> {
+//! let client = redhold::Client::open("redis://127.0.0.1:6379/")?;
+//! let job = redhold::Owner::new();
+//! let guard = client.lock("reports:daily").for_owner(job).lock()?;
+//! let worker = std::thread::spawn(move || {
+//!     // ... the rest of the job, still under the lock ...
+//!     guard.unlock() // released here, on the worker
+//! });
+//! worker.join().expect("the worker")?;
+//! # Ok(()) }
+//! ```
+//!
 //! **The client's threads.** A [`Client`] (clone it freely; one per
 //! process) keeps a few command connections, one **subscriber** thread that
 //! hears releases and wakes the threads parked on them, and one

@@ -343,7 +343,7 @@ fn one_owner_from_eight_threads_keeps_exact_counts_through_faults() {
             while !stop.load(Ordering::SeqCst) {
                 thread::sleep(Duration::from_millis(300));
                 round += 1;
-                if round % 2 == 0 {
+                if round.is_multiple_of(2) {
                     let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
                         .arg("KILL")
                         .arg("TYPE")
