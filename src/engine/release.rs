@@ -257,11 +257,16 @@ impl Engine {
                 self.renewals.mark_lost(&hold.record);
                 Err(self.lost(lock.name, hold))
             }
-            Some(HOLDS_REMAIN) if !hold.record.is_live() && hold.record.kind == RenewKind::Hash => {
-                // The generation's last hold, yet Redis counts more under
-                // our field: holds no guard stands for (a release never
-                // confirmed while its latch lived). Left, they would keep
-                // the lock until its TTL.
+            Some(HOLDS_REMAIN)
+                if !hold.record.is_live()
+                    && hold.record.kind == RenewKind::Hash
+                    && turn.with_state(|_, releases| releases) == 0 =>
+            {
+                // The generation's last hold, and no other release of the
+                // field still to run (another thread of an owner may have
+                // left one), yet Redis counts more under our field: holds
+                // no guard stands for (a release never confirmed while its
+                // latch lived). Left, they would keep the lock until its TTL.
                 self.give_back_unguarded(turn, lock, &hold.record.field, deadline);
                 Ok(())
             }

@@ -2,7 +2,7 @@
 //! acquires' undos and the calls that settle them, each driven through the
 //! public API against a real `redis-server` (mostly behind the fault
 //! proxy), and a seventh that the model checker found in the lane itself
-//! (7., ignored until it is fixed). Every test asserts what must hold, read from Redis itself or
+//! (7.). Every test asserts what must hold, read from Redis itself or
 //! seen by another client, not how the library gets there: an acquire
 //! that waits for a release still on its way, or fails like an outage, is
 //! fine; two holders, a lock left held with no guard, a hang or a spinning
@@ -706,19 +706,20 @@ fn last_release_after_one_on_its_way<K: redhold::LockKind>(
 ///
 /// Found by the model checker's in-flight cases (`tests/model/actors/
 /// release_in_flight.rs`; first by its stalled drops, seed
-/// 17497405507705635701 at master seed 4242). Fails on the current
-/// engine for the plain, fair, fenced, spin and write locks: the outer
+/// 17497405507705635701 at master seed 4242). Failed at 2f6400f for the
+/// plain, fair, fenced, spin and write locks: the outer
 /// guard's `release()` forgets its hold first, which ends the generation
 /// locally; settling the dropped release inside that step then hears
 /// "holds remain", and `PendingRelease::answered` takes that, with the
 /// generation ended and no hold counted, for a hold no guard stands for
 /// and gives it back (`Purpose::Unguarded`): the outer guard's own hold.
 /// Its release then finds no field (nil) and reports `LockLost`. (Read
-/// locks pass: that branch is for hash locks only.)
+/// locks pass: that branch is for hash locks only.) Passes since b67e84d,
+/// where a release forgets its hold on the lane, under its turn (so the
+/// settle hears "holds remain" while the outer guard's hold is still
+/// counted as a guard's); and "holds remain" is taken for holds no guard
+/// stands for only when no other release of the lane is still to run.
 #[test]
-#[ignore = "a defect of the current engine, found by the model checker: the last guard's \
-            release after a release still on its way gives its own hold back twice and \
-            reports LockLost (see the doc comment)"]
 fn the_last_guards_release_is_not_told_lost_after_a_release_still_on_its_way() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());

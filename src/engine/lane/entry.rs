@@ -60,11 +60,12 @@ impl Entry {
         matches!(self, Entry::Release(_))
     }
 
-    /// One attempt to settle the entry, ending by `deadline`.
-    pub(crate) fn settle(&self, at: &Settling<'_>, deadline: Instant) -> Outcome {
+    /// One attempt to settle the entry, ending by `deadline`, while the
+    /// lane keeps `others` releases besides it (still to run after it).
+    pub(crate) fn settle(&self, at: &Settling<'_>, deadline: Instant, others: u32) -> Outcome {
         match self {
             Entry::Undo(trailing) => settle_undo(&mut trailing.lock(), at, deadline),
-            Entry::Release(pending) => pending.attempt(at, deadline),
+            Entry::Release(pending) => pending.attempt(at, deadline, others),
         }
     }
 

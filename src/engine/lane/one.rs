@@ -151,10 +151,15 @@ impl Lane {
         loop {
             // Left in the lane while its attempt runs: nothing is taken
             // out before the server has answered.
-            let Some(head) = self.state.lock().entries.front().cloned() else {
-                return Ok(());
+            let (head, others) = {
+                let state = self.state.lock();
+                let Some(head) = state.entries.front().cloned() else {
+                    return Ok(());
+                };
+                let others = state.releases() - u32::from(head.is_release());
+                (head, others)
             };
-            match head.settle(at, deadline) {
+            match head.settle(at, deadline, others) {
                 Outcome::Settled => {
                     let removed = {
                         let mut state = self.state.lock();

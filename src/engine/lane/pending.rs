@@ -180,18 +180,18 @@ impl PendingRelease {
 
     /// One attempt, ending by `deadline`: sent only while its latch
     /// outlives it; settled by a reply, or once no copy can still run.
-    pub(super) fn attempt(&self, at: &Settling<'_>, deadline: Instant) -> Outcome {
+    pub(super) fn attempt(&self, at: &Settling<'_>, deadline: Instant, others: u32) -> Outcome {
         if self.done.load(Ordering::SeqCst) {
             return Outcome::Settled;
         }
-        let outcome = self.attempt_once(at, deadline);
+        let outcome = self.attempt_once(at, deadline, others);
         if matches!(outcome, Outcome::Settled) {
             self.done.store(true, Ordering::SeqCst);
         }
         outcome
     }
 
-    fn attempt_once(&self, at: &Settling<'_>, deadline: Instant) -> Outcome {
+    fn attempt_once(&self, at: &Settling<'_>, deadline: Instant, others: u32) -> Outcome {
         let now = Instant::now();
         let sent = self.first_sent.lock().is_some();
         match self.latch_alive_until() {
@@ -224,7 +224,7 @@ impl PendingRelease {
             recorder: None,
         };
         match (self.run)(target, &self.field, &request_id) {
-            Ok(reply) => self.answered(at, reply),
+            Ok(reply) => self.answered(at, reply, others),
             Err(Error::Redis(e)) if is_transient(&e) => Outcome::NotYet(Error::Redis(e)),
             Err(e) => {
                 // Not an outage (a forked child, a wrong kind): retrying
@@ -239,8 +239,10 @@ impl PendingRelease {
         }
     }
 
-    /// What a reply means; settled, or re-armed for one more unguarded hold.
-    fn answered(&self, at: &Settling<'_>, reply: Option<i64>) -> Outcome {
+    /// What a reply means; settled, or re-armed for one more unguarded hold
+    /// (only when no other release of the lane is still to run: holds Redis
+    /// counts beyond the guards are theirs to release first).
+    fn answered(&self, at: &Settling<'_>, reply: Option<i64>, others: u32) -> Outcome {
         let purpose = *self.purpose.lock();
         match (purpose, reply) {
             (Purpose::Guard, Some(GONE_ON_RETRY) | None) => {
@@ -254,23 +256,25 @@ impl PendingRelease {
                     names::shorten(at.name)
                 );
             }
-            // The generation's last release, yet Redis counts more holds
-            // under the field (a release never confirmed while its latch
-            // lived): give those back too, as no guard stands for them.
+            // The generation's last release, no other release of the
+            // field still to run, yet Redis counts more holds under it (a
+            // release never confirmed while its latch lived): give those
+            // back too, as no guard stands for them.
             (Purpose::Guard, Some(HOLDS_REMAIN))
-                if self
-                    .record
-                    .as_ref()
-                    .is_some_and(|r| !r.is_live() && r.kind == RenewKind::Hash)
+                if others == 0
+                    && self
+                        .record
+                        .as_ref()
+                        .is_some_and(|r| !r.is_live() && r.kind == RenewKind::Hash)
                     && at.renewals.counted(at.name, &self.field) == 0 =>
             {
                 *self.purpose.lock() = Purpose::Unguarded {
                     more: MORE_UNGUARDED,
                 };
-                return self.answered(at, reply);
+                return self.answered(at, reply, others);
             }
             (Purpose::Unguarded { more }, Some(HOLDS_REMAIN))
-                if more > 0 && at.renewals.counted(at.name, &self.field) == 0 =>
+                if more > 0 && others == 0 && at.renewals.counted(at.name, &self.field) == 0 =>
             {
                 // More holds no guard stands for: one more give-back, a new
                 // request (the lane is still ours: no guard came meanwhile).
