@@ -229,6 +229,23 @@ impl ClientBuilder {
         self
     }
 
+    /// How many threads of the client's own run the Redis calls of async
+    /// callers (`lock_async` and the other `_async` forms): no executor
+    /// thread ever waits on Redis, and a waiting task costs no thread. The
+    /// threads start with the first async call. More help when many async
+    /// calls run at once against a slow or stalled server (each call in
+    /// flight occupies one thread for up to a command's bound).
+    ///
+    /// Defaults to 4.
+    ///
+    /// # Panics
+    ///
+    /// Never; zero is taken as one.
+    pub fn async_threads(mut self, threads: usize) -> Self {
+        self.config.async_threads = threads.max(1);
+        self
+    }
+
     /// A function called once for each lock this client finds lost while it
     /// was held (it expired or was deleted under us), with the lock's name.
     ///

@@ -48,8 +48,9 @@ pub struct Client {
 struct Inner {
     id: Uuid,
     identity: ClientIdentity,
-    /// What every lock of this client acquires, waits and releases with.
-    engine: Engine,
+    /// What every lock of this client acquires, waits and releases with
+    /// (shared with the async calls under way, which run on its threads).
+    engine: Arc<Engine>,
     watchdog: Watchdog,
     lost_callbacks: LostCallbacks,
 }
@@ -73,13 +74,15 @@ impl Client {
             counters: Arc::clone(&counters),
             on_lost,
         })?;
-        let engine = Engine::new(
+        let async_threads = config.async_threads;
+        let engine = Arc::new(Engine::new(
             server,
             pubsub,
             renewals,
             counters,
             id.hyphenated().to_string(),
-        );
+            async_threads,
+        ));
         Ok(Client {
             inner: Arc::new(Inner {
                 id,
@@ -120,7 +123,7 @@ impl Client {
         engine.counters().snapshot(
             engine.renewals().held(),
             engine.pubsub().subscribed_channels(),
-            engine.pending_releases(),
+            (engine.pending_releases(), engine.tasks().threads()),
         )
     }
 
@@ -222,7 +225,7 @@ impl Client {
     }
 
     /// The acquire / wait / release machinery of every lock handle.
-    pub(crate) fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
         &self.inner.engine
     }
 }

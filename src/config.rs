@@ -70,6 +70,8 @@ pub(crate) struct Config {
     /// How long a waiting acquire keeps trying while Redis is unreachable;
     /// `None`: as long as its own wait.
     pub(crate) outage_tolerance: Option<Duration>,
+    /// How many threads run the Redis calls of async callers.
+    pub(crate) async_threads: usize,
     pub(crate) on_lock_lost: Option<LostCallback>,
     /// `ClientBuilder::name`; `None`: the executable's name.
     pub(crate) client_name: Option<String>,
@@ -97,6 +99,7 @@ impl Default for Config {
             subscription_linger: Duration::from_secs(10),
             fair_wait_timeout: Duration::from_secs(300),
             outage_tolerance: Some(Duration::from_secs(60)),
+            async_threads: 4,
             on_lock_lost: None,
             client_name: None,
             connection_name: None,
@@ -123,6 +126,7 @@ impl fmt::Debug for Config {
             .field("subscription_linger", &self.subscription_linger)
             .field("fair_wait_timeout", &self.fair_wait_timeout)
             .field("outage_tolerance", &self.outage_tolerance)
+            .field("async_threads", &self.async_threads)
             .field("on_lock_lost", &self.on_lock_lost.is_some())
             .field("client_name", &self.client_name)
             .finish()

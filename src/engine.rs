@@ -6,6 +6,7 @@
 //! The engine knows locks only as a name and a kind ([`LockRef`]); the
 //! handles and guards of the public API stand on it.
 
+mod async_acquire;
 mod attempt;
 mod finish;
 mod first_busy;
@@ -35,8 +36,10 @@ use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::server::{LateRequests, Server};
 use crate::stats::Counters;
+use crate::tasks::Tasks;
 use crate::waiting::Waiting;
 
+pub(crate) use async_acquire::AsyncAcquire;
 pub(crate) use lane::ReleaseFn;
 use lane::{Lanes, PendingRelease, Turn};
 pub(crate) use release::Mode;
@@ -85,6 +88,8 @@ pub(crate) struct Engine {
     /// holder's field goes through it, and what the server has not
     /// confirmed waits there, settled by the next step or the worker.
     lanes: Lanes,
+    /// The threads async calls run their Redis calls and timers on.
+    tasks: Tasks,
 }
 
 impl Engine {
@@ -95,8 +100,10 @@ impl Engine {
         renewals: Arc<RenewalMap>,
         counters: Arc<Counters>,
         id_text: String,
+        async_threads: usize,
     ) -> Engine {
         Engine {
+            tasks: Tasks::new(async_threads),
             lanes: Lanes::new(Arc::clone(&server), Arc::clone(&renewals)),
             server,
             pubsub,
@@ -146,7 +153,15 @@ impl Engine {
         let left = self.waiting.wait_until_none(deadline);
         // Releases of dropped guards get what is left of the grace.
         self.lanes.shutdown(deadline);
+        // The async calls have ended (counted among the calls above) or
+        // been told to: their threads go last.
+        self.tasks.shutdown();
         left
+    }
+
+    /// The threads async calls run on.
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// How many releases of dropped guards Redis has not confirmed yet.
@@ -208,6 +223,32 @@ impl Engine {
         self.waiting.enter()
     }
 
+    /// What an acquire call of `lock` by `holder` with `lease` starts with,
+    /// once its arguments are checked.
+    fn begin_call<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        holder: Holder,
+        lease: Option<Duration>,
+    ) -> Result<CallState> {
+        names::validate(lock.name)?;
+        self.server.check_open()?;
+        let lease_ms = match lease {
+            Some(lease) => lease_millis(lease)?,
+            None => crate::config::saturating_millis(self.watchdog_timeout()),
+        };
+        Ok(CallState {
+            id: self.next_call.fetch_add(1, Ordering::Relaxed),
+            holder,
+            lease,
+            lease_ms,
+            field: self.field(holder, lock.kind),
+            unsure: Cell::new(false),
+            unsure_is_late: Cell::new(false),
+            late: RefCell::default(),
+        })
+    }
+
     /// Takes the lock, waiting at most `wait` (forever when `None`), with
     /// `lease` or, without one, renewed by the watchdog. `Ok(None)` when the
     /// wait ran out.
@@ -219,23 +260,11 @@ impl Engine {
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
     ) -> Result<Option<(Hold, K::Grant)>> {
-        names::validate(lock.name)?;
-        self.server.check_open()?;
-        let lease_ms = match lease {
-            Some(lease) => lease_millis(lease)?,
-            None => crate::config::saturating_millis(self.watchdog_timeout()),
-        };
+        let state = self.begin_call(lock, holder, lease)?;
         let call = Call {
             engine: self,
-            id: self.next_call.fetch_add(1, Ordering::Relaxed),
             lock,
-            holder,
-            lease,
-            lease_ms,
-            field: self.field(holder, lock.kind),
-            unsure: Cell::new(false),
-            unsure_is_late: Cell::new(false),
-            late: RefCell::default(),
+            state: &state,
         };
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(call.interrupted());
@@ -270,13 +299,30 @@ pub(crate) fn target<'a, K>(server: &'a Server, lock: LockRef<'a, K>) -> Target<
     }
 }
 
-/// One acquire call: the lock, the calling thread's field and the lease.
+/// One acquire call: the engine, the lock, and what the call keeps between
+/// its steps ([`CallState`], which an async call carries from one of the
+/// client's threads to the next).
 struct Call<'a, K> {
     engine: &'a Engine,
+    lock: LockRef<'a, K>,
+    state: &'a CallState,
+}
+
+impl<K> std::ops::Deref for Call<'_, K> {
+    type Target = CallState;
+
+    fn deref(&self) -> &CallState {
+        self.state
+    }
+}
+
+/// What one acquire call keeps between its steps: the holder's field, the
+/// lease, and what its attempts left unknown.
+#[derive(Debug)]
+pub(crate) struct CallState {
     /// Names the call for the lane it keeps while its late attempts have
     /// no undo yet (see `lane.rs`).
     id: u64,
-    lock: LockRef<'a, K>,
     /// Who takes the lock: the calling thread or an owner.
     holder: Holder,
     lease: Option<Duration>,

@@ -140,6 +140,10 @@ pub(crate) struct Held<K: LockKind, H: Holding> {
     grant: K::Grant,
     /// Set once released (or leaked), so that `Drop` does nothing.
     done: bool,
+    /// Taken by an async call: its drop queues the release on the client's
+    /// threads instead of waiting for it (an executor's thread must not
+    /// wait on Redis).
+    queued_drop: bool,
 }
 
 impl<K: LockKind, H: Holding> Held<K, H> {
@@ -149,7 +153,15 @@ impl<K: LockKind, H: Holding> Held<K, H> {
             hold,
             grant,
             done: false,
+            queued_drop: false,
         }
+    }
+
+    /// [`new`](Self::new), for an async call's guard: its drop never waits.
+    pub(crate) fn taken_async(lock: Lock<K, H>, hold: Hold, grant: K::Grant) -> Self {
+        let mut held = Held::new(lock, hold, grant);
+        held.queued_drop = true;
+        held
     }
 
     pub(crate) fn is_held(&self) -> bool {
@@ -186,6 +198,22 @@ impl<K: LockKind, H: Holding> Drop for Held<K, H> {
     fn drop(&mut self) {
         if self.done {
             return;
+        }
+        if self.queued_drop {
+            let (lock, hold) = (self.lock.clone(), self.hold.clone());
+            let queued = self.lock.client().engine().tasks().spawn(Box::new(move || {
+                if let Err(e) = lock.release(&hold, true) {
+                    log::warn!(
+                        "redhold: releasing lock {:?} on guard drop failed: {}",
+                        names::shorten(lock.name()),
+                        e.report()
+                    );
+                }
+            }));
+            if queued.is_ok() {
+                return;
+            }
+            // The client is shut down: the release fails fast anyway.
         }
         if let Err(e) = self.lock.release(&self.hold, true) {
             log::warn!(

@@ -8,7 +8,7 @@ use crate::renewals::HoldRecord;
 
 /// One hold, as its guard knows it: the generation it belongs to and how
 /// it is kept alive.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Hold {
     /// The generation of holds this one belongs to; once that is no longer
     /// live, this hold is gone and its guard releases nothing.

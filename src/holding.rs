@@ -54,6 +54,12 @@ pub(crate) mod sealed {
 
         /// The holder the engine acts for.
         fn holder(&self) -> Holder;
+
+        /// The owner an async call of this holder's handle takes for: a
+        /// task may move between threads, so it is never a thread. A
+        /// thread's handle takes a fresh owner each call (not reentrant),
+        /// an owner's handle that owner (reentrant for it).
+        fn async_owner(&self) -> Owner;
     }
 
     impl HoldingOps for ThisThread {
@@ -62,6 +68,10 @@ pub(crate) mod sealed {
         fn holder(&self) -> Holder {
             Holder::Thread
         }
+
+        fn async_owner(&self) -> Owner {
+            Owner::new()
+        }
     }
 
     impl HoldingOps for Owner {
@@ -69,6 +79,10 @@ pub(crate) mod sealed {
 
         fn holder(&self) -> Holder {
             Holder::Owner(*self)
+        }
+
+        fn async_owner(&self) -> Owner {
+            *self
         }
     }
 }

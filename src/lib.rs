@@ -199,6 +199,7 @@ mod scripts;
 mod server;
 mod stats;
 mod synchronizer;
+mod tasks;
 mod thread_id;
 mod waiting;
 mod watchdog;
@@ -212,7 +213,10 @@ pub use holding::{Holding, ThisThread};
 pub use identity::ClientIdentity;
 pub use interrupt::Interrupt;
 pub use kind::{Fair, Fenced, LockKind, Read, Reentrant, Spin, Write};
-pub use lock::{FairLock, FencedLock, Lock, ReadLock, ReentrantLock, SpinLock, WriteLock};
+pub use lock::{
+    FairLock, FencedLock, Lock, LockFuture, ReadLock, ReentrantLock, SpinLock, TryLockFuture,
+    UnlockFuture, WriteLock,
+};
 pub use lost_callbacks::LostHold;
 pub use multi_lock::{MemberGuard, MultiLock, MultiLockGuard, MultiMember};
 pub use owner::Owner;

@@ -2,8 +2,11 @@
 //! acquire, wait and release machinery behind it is the client's
 //! [`Engine`](crate::engine::Engine).
 
+mod futures;
 mod holder;
 mod state;
+
+pub use futures::{LockFuture, TryLockFuture, UnlockFuture};
 
 use std::fmt;
 use std::sync::Arc;

@@ -18,15 +18,19 @@ pub struct Stats {
     /// Of [`held_locks`](Self::held_locks), those an [`Owner`](crate::Owner)
     /// holds.
     pub owner_held_locks: usize,
-    /// Threads parked now, waiting for a lock to be released (or for a spin
-    /// lock's next attempt), for a semaphore's permits or for a count-down
-    /// latch to open.
+    /// Threads parked now (and async calls parked, each a task), waiting
+    /// for a lock to be released (or for a spin lock's next attempt), for
+    /// a semaphore's permits or for a count-down latch to open.
     pub parked_waiters: usize,
     /// Wake-up channels the client is subscribed to now.
     pub subscribed_channels: usize,
     /// Releases of dropped guards that Redis has not confirmed yet, carried
     /// on in the background.
     pub pending_releases: usize,
+    /// Threads the client runs for async callers now: its I/O threads
+    /// ([`ClientBuilder::async_threads`](crate::ClientBuilder::async_threads))
+    /// and its timer, started with the first async call; 0 before.
+    pub async_threads: usize,
     /// Renewal passes the watchdog has made.
     pub renewal_passes: u64,
     /// Holds found lost (expired or deleted under their holder) by the
@@ -83,12 +87,13 @@ impl Counters {
         &self,
         (held_locks, owner_held_locks): (usize, usize),
         subscribed_channels: usize,
-        pending_releases: usize,
+        (pending_releases, async_threads): (usize, usize),
     ) -> Stats {
         Stats {
             held_locks,
             owner_held_locks,
             pending_releases,
+            async_threads,
             parked_waiters: self.parked.load(Ordering::Relaxed),
             subscribed_channels,
             renewal_passes: self.renewal_passes.load(Ordering::Relaxed),

@@ -26,6 +26,21 @@ impl Waiting {
         WaitingCall { waiting: self }
     }
 
+    /// Counts one more call until [`count_out`](Self::count_out): an async
+    /// call, which outlives any one borrow of the client.
+    pub(crate) fn count_in(&self) {
+        *self.count.lock() += 1;
+    }
+
+    /// An async call counted with [`count_in`](Self::count_in) ended.
+    pub(crate) fn count_out(&self) {
+        let mut count = self.count.lock();
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            self.none_left.notify_all();
+        }
+    }
+
     /// Waits until no call is under way, or until `deadline`. Returns
     /// whether none is left.
     pub(crate) fn wait_until_none(&self, deadline: Instant) -> bool {

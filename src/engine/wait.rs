@@ -80,7 +80,7 @@ impl<K: KindOps> Call<'_, K> {
 
     /// How long this client's waiters keep trying while Redis is
     /// unreachable.
-    fn outage_tolerance(&self) -> Option<Duration> {
+    pub(super) fn outage_tolerance(&self) -> Option<Duration> {
         self.engine.server.config().outage_tolerance
     }
 
@@ -105,7 +105,7 @@ impl<K: KindOps> Call<'_, K> {
     /// Whether the calling thread holds the lock now, as far as this client
     /// knows: under its own field, or under one that lets it in at once (a
     /// read lock taken by the thread that holds the write lock).
-    fn holds_already(&self) -> bool {
+    pub(super) fn holds_already(&self) -> bool {
         let holds = |field: &Arc<str>| {
             self.engine
                 .renewals
@@ -336,7 +336,7 @@ impl<K: KindOps> Call<'_, K> {
 
     /// How long a waiter that found the lock busy with `ttl` left parks
     /// (the `failures`-th time), unless a release wakes it first.
-    fn ttl_park(&self, ttl: i64, failures: u32) -> Duration {
+    pub(super) fn ttl_park(&self, ttl: i64, failures: u32) -> Duration {
         let park = match ttl {
             // The lock vanished between our checks: try again at once.
             -2 => Duration::ZERO,
@@ -358,7 +358,7 @@ impl<K: KindOps> Call<'_, K> {
     /// outage past its limits. Clears that trace (best effort: during an
     /// outage Redis is likely still away, and the trace expires with its
     /// lease).
-    fn leave_unsettled(&self, maybe_handed: bool) {
+    pub(super) fn leave_unsettled(&self, maybe_handed: bool) {
         if maybe_handed {
             self.give_back_trace();
         }
@@ -367,7 +367,7 @@ impl<K: KindOps> Call<'_, K> {
     /// How a park that ended with `woke` ends the call, if it does: an
     /// interrupt, or the lock handed over by a local release. `None`: try
     /// the lock again (after a wake-up handed to this waiter, or not).
-    fn park_ended_call(&self, woke: Wake) -> Option<Acquired<K::Grant>> {
+    pub(super) fn park_ended_call(&self, woke: Wake) -> Option<Acquired<K::Grant>> {
         match woke {
             Wake::Interrupted => Some(Err(self.interrupted())),
             Wake::HandedOver { at, token } => {
@@ -383,7 +383,7 @@ impl<K: KindOps> Call<'_, K> {
     /// never handed over, a fenced hand-over without its token), which no
     /// release does; the caller's next attempt would then re-enter and give
     /// back the extra hold.
-    fn handed_over(&self, at: Instant, token: Option<u64>) -> Option<(Hold, K::Grant)> {
+    pub(super) fn handed_over(&self, at: Instant, token: Option<u64>) -> Option<(Hold, K::Grant)> {
         let grant = self.lock.kind.handed_over_grant(token)?;
         Some(self.hold(None, at, grant, 1))
     }

@@ -45,7 +45,7 @@ use links::{Router, Shared};
 use registry::{Joined, Registry};
 pub(crate) use reserved::Reserved;
 use waiters::Waiters;
-pub(crate) use waiters::Wake;
+pub(crate) use waiters::{Waiter, Wake};
 
 /// The client's pub/sub service.
 #[derive(Debug)]
@@ -114,7 +114,7 @@ impl PubSub {
         channel: &str,
         lock: &Arc<str>,
         max_wait: Duration,
-    ) -> Subscription<'_> {
+    ) -> Subscription {
         let registry = &self.shared.registry;
         let channel = match registry.join(channel, lock) {
             Joined::Ready(channel) => channel,
@@ -134,7 +134,7 @@ impl PubSub {
             );
         }
         Subscription {
-            registry,
+            shared: Arc::clone(&self.shared),
             channel,
             lock: Arc::clone(lock),
         }
@@ -215,11 +215,12 @@ impl Drop for PubSub {
     }
 }
 
-/// A thread's membership of a channel's waiters for one lock; leaving is
-/// automatic on drop.
+/// A waiter's membership of a channel's waiters for one lock (a thread's,
+/// or an async call's, which may move between the client's threads);
+/// leaving is automatic on drop.
 #[derive(Debug)]
-pub(crate) struct Subscription<'a> {
-    registry: &'a Registry,
+pub(crate) struct Subscription {
+    shared: Arc<Shared>,
     channel: Arc<Channel>,
     /// The lock waited for (other locks may share the channel).
     lock: Arc<str>,
@@ -232,7 +233,7 @@ pub(crate) struct QuietMark {
     mark: u64,
 }
 
-impl Subscription<'_> {
+impl Subscription {
     /// Whether the channel has stayed subscribed, and heard nothing, since
     /// `mark` was taken (the same channel: not one forgotten and made
     /// again): no release was announced before this waiter joined, so a
@@ -252,6 +253,22 @@ impl Subscription<'_> {
         offer: Option<Offer>,
     ) -> Wake {
         self.channel.park(&self.lock, timeout, interrupt, offer)
+    }
+
+    /// Puts this waiter, an async call's, in the line (see
+    /// [`Channel::park_async`]).
+    pub(crate) fn park_async(
+        &self,
+        offer: Option<Offer>,
+        callback: Arc<dyn Fn() + Send + Sync>,
+    ) -> std::result::Result<Arc<Waiter>, Wake> {
+        self.channel.park_async(&self.lock, offer, callback)
+    }
+
+    /// This async call's `waiter` stops waiting (see
+    /// [`Channel::leave_async`]).
+    pub(crate) fn leave_async(&self, waiter: &Arc<Waiter>) -> Option<Wake> {
+        self.channel.leave_async(&self.lock, waiter)
     }
 
     /// Hands a wake-up this waiter received but will not use to the next
@@ -281,8 +298,8 @@ impl Subscription<'_> {
     }
 }
 
-impl Drop for Subscription<'_> {
+impl Drop for Subscription {
     fn drop(&mut self) {
-        self.registry.leave(&self.channel, &self.lock);
+        self.shared.registry.leave(&self.channel, &self.lock);
     }
 }

@@ -62,10 +62,38 @@ pub(crate) enum Wake {
     HandedOver { at: Instant, token: Option<u64> },
 }
 
-/// One parked thread.
+/// How a parked waiter is woken: a thread is unparked; an async call's
+/// callback is run (under the channel's lock: it only schedules the call's
+/// next step on the client's I/O threads, never polls a future itself).
+pub(crate) enum Wakeup {
+    /// A thread, parked in [`Waiter::sleep`].
+    Thread(Thread),
+    /// An async call, told to look at its waiter again.
+    Callback(Arc<dyn Fn() + Send + Sync>),
+}
+
+impl std::fmt::Debug for Wakeup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wakeup::Thread(thread) => f.debug_tuple("Thread").field(&thread.id()).finish(),
+            Wakeup::Callback(_) => f.write_str("Callback"),
+        }
+    }
+}
+
+impl Wakeup {
+    fn wake(&self) {
+        match self {
+            Wakeup::Thread(thread) => thread.unpark(),
+            Wakeup::Callback(callback) => callback(),
+        }
+    }
+}
+
+/// One parked waiter: a thread, or an async call.
 #[derive(Debug)]
-pub(super) struct Waiter {
-    thread: Thread,
+pub(crate) struct Waiter {
+    wakeup: Wakeup,
     /// `WAITING`, `NOTIFIED`, `RESERVED` or `HANDED` (see the module doc).
     state: AtomicU8,
     /// What a release needs to hand this waiter the lock, if it may.
@@ -146,15 +174,37 @@ impl Waiter {
 
     /// Wakes a reserved waiter to spin for its outcome (see the module
     /// doc), so that it is running by the time the release's reply comes.
+    /// An async call has nothing to spin: it is told once settled.
     pub(super) fn wake_to_spin(&self) {
-        self.thread.unpark();
+        if let Wakeup::Thread(thread) = &self.wakeup {
+            thread.unpark();
+        }
     }
 
     /// Wakes the waiter to try the lock: a release was announced, or a
     /// reservation ends without a hand-over.
     pub(super) fn notify(&self) {
         self.state.store(NOTIFIED, Ordering::Release);
-        self.thread.unpark();
+        self.wakeup.wake();
+    }
+
+    /// Where an async call's waiter stands, without waiting: the wake it
+    /// got, or `None` while it waits (or is reserved: the release that
+    /// reserved it settles it soon and tells it).
+    pub(crate) fn outcome(&self) -> Option<Wake> {
+        match self.state.load(Ordering::Acquire) {
+            NOTIFIED if self.reserved_at.get().is_some() => Some(Wake::Unsettled),
+            NOTIFIED => Some(Wake::Notified),
+            HANDED => Some(
+                self.reserved_at
+                    .get()
+                    .map_or(Wake::Notified, |at| Wake::HandedOver {
+                        at: *at,
+                        token: self.token.get().copied(),
+                    }),
+            ),
+            _ => None,
+        }
     }
 
     /// Settles a reservation with the lock handed over (and the fencing
@@ -164,7 +214,7 @@ impl Waiter {
             let _ = self.token.set(token);
         }
         self.state.store(HANDED, Ordering::Release);
-        self.thread.unpark();
+        self.wakeup.wake();
     }
 }
 
@@ -219,8 +269,13 @@ impl Waiters {
     /// Parks the calling thread at the end of the line, with what a release
     /// needs to hand it the lock directly, if it may.
     pub(super) fn enqueue(&mut self, offer: Option<Offer>) -> Arc<Waiter> {
+        self.enqueue_as(Wakeup::Thread(thread::current()), offer)
+    }
+
+    /// Parks a waiter woken by `wakeup` at the end of the line.
+    pub(super) fn enqueue_as(&mut self, wakeup: Wakeup, offer: Option<Offer>) -> Arc<Waiter> {
         let waiter = Arc::new(Waiter {
-            thread: thread::current(),
+            wakeup,
             state: AtomicU8::new(WAITING),
             offer,
             reserved_at: OnceLock::new(),

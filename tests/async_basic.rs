@@ -1,0 +1,115 @@
+//! The async forms driven by a plain `block_on` (a thread that parks until
+//! woken): the library needs no runtime. The executor tests (tokio, smol,
+//! the proofs of issue 42) live in the `async-tests` crate.
+
+mod bounded;
+mod support;
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use redhold::{Owner, OwnerGuard};
+use support::RedisServer;
+
+/// Wakes the thread that runs [`block_on`].
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `future` to its end on this thread.
+fn block_on<F: Future>(future: F) -> F::Output {
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        thread::park();
+    }
+}
+
+fn assert_send_static<T: Send + 'static>(_: &T) {}
+
+#[test]
+fn an_async_acquire_takes_waits_and_releases() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let lock = client.lock("async:basic");
+    let future = lock.lock_async();
+    assert_send_static(&future);
+    let guard: OwnerGuard = block_on(future).unwrap();
+    assert!(server.exists("async:basic"));
+    // Not reentrant from a thread's handle: a fresh owner each call.
+    assert!(block_on(lock.try_lock_async()).unwrap().is_none());
+    // A waiter, woken by the release on another thread.
+    let waiter = {
+        let lock = lock.clone();
+        thread::spawn(move || {
+            let started = Instant::now();
+            let guard = block_on(lock.lock_async()).unwrap();
+            (started.elapsed(), guard)
+        })
+    };
+    thread::sleep(Duration::from_millis(200));
+    thread::spawn(move || drop(guard)).join().unwrap();
+    let (waited, guard) = waiter.join().unwrap();
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    block_on(guard.unlock_async()).unwrap();
+    assert!(!server.exists("async:basic"));
+}
+
+#[test]
+fn an_owners_async_acquires_are_reentrant() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let owner = Owner::new();
+    let lock = client.lock("async:owner").for_owner(owner);
+    let first = block_on(lock.lock_async()).unwrap();
+    let second = block_on(lock.try_lock_for_async(Duration::from_millis(100)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(lock.hold_count().unwrap(), 2);
+    drop(first);
+    drop(second);
+    let gone = bounded::wait_until(Duration::from_secs(5), || !server.exists("async:owner"));
+    assert!(gone.is_some(), "the queued releases never ran");
+}
+
+#[test]
+fn a_dropped_waiting_future_leaves_nothing_behind() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let holder = server.client();
+    let held = holder.lock("async:cancel").lock().unwrap();
+    {
+        let mut future = Box::pin(client.lock("async:cancel").lock_async());
+        let waker = Waker::from(Arc::new(Unpark(thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+        let parked = bounded::wait_until(Duration::from_secs(5), || {
+            client.stats().parked_waiters == 1
+        });
+        assert!(parked.is_some(), "never parked: {:?}", client.stats());
+    }
+    let left = bounded::wait_until(Duration::from_secs(5), || {
+        client.stats().parked_waiters == 0
+    });
+    assert!(left.is_some(), "still parked: {:?}", client.stats());
+    drop(held);
+    // Nothing of the dropped future's: another client takes it at once.
+    assert!(server
+        .client()
+        .lock("async:cancel")
+        .try_lock()
+        .unwrap()
+        .is_some());
+}
