@@ -8,6 +8,7 @@
 
 mod async_acquire;
 mod attempt;
+mod call_state;
 mod finish;
 mod first_busy;
 mod give_back;
@@ -19,12 +20,10 @@ pub(crate) mod request_ids;
 mod unguarded;
 mod wait;
 
-use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::lease_millis;
 use crate::error::{Error, Result};
 use crate::hold::{Hold, Renewal};
 use crate::holding::Holder;
@@ -34,12 +33,13 @@ use crate::kind::Target;
 use crate::names;
 use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
-use crate::server::{LateRequests, Server};
+use crate::server::Server;
 use crate::stats::Counters;
 use crate::tasks::Tasks;
 use crate::waiting::Waiting;
 
 pub(crate) use async_acquire::AsyncAcquire;
+pub(crate) use call_state::CallState;
 pub(crate) use lane::ReleaseFn;
 use lane::{Lanes, PendingRelease, Turn};
 pub(crate) use release::Mode;
@@ -223,32 +223,6 @@ impl Engine {
         self.waiting.enter()
     }
 
-    /// What an acquire call of `lock` by `holder` with `lease` starts with,
-    /// once its arguments are checked.
-    fn begin_call<K: KindOps>(
-        &self,
-        lock: LockRef<'_, K>,
-        holder: Holder,
-        lease: Option<Duration>,
-    ) -> Result<CallState> {
-        names::validate(lock.name)?;
-        self.server.check_open()?;
-        let lease_ms = match lease {
-            Some(lease) => lease_millis(lease)?,
-            None => crate::config::saturating_millis(self.watchdog_timeout()),
-        };
-        Ok(CallState {
-            id: self.next_call.fetch_add(1, Ordering::Relaxed),
-            holder,
-            lease,
-            lease_ms,
-            field: self.field(holder, lock.kind),
-            unsure: Cell::new(false),
-            unsure_is_late: Cell::new(false),
-            late: RefCell::default(),
-        })
-    }
-
     /// Takes the lock, waiting at most `wait` (forever when `None`), with
     /// `lease` or, without one, renewed by the watchdog. `Ok(None)` when the
     /// wait ran out.
@@ -314,28 +288,6 @@ impl<K> std::ops::Deref for Call<'_, K> {
     fn deref(&self) -> &CallState {
         self.state
     }
-}
-
-/// What one acquire call keeps between its steps: the holder's field, the
-/// lease, and what its attempts left unknown.
-#[derive(Debug)]
-pub(crate) struct CallState {
-    /// Names the call for the lane it keeps while its late attempts have
-    /// no undo yet (see `lane.rs`).
-    id: u64,
-    /// Who takes the lock: the calling thread or an owner.
-    holder: Holder,
-    lease: Option<Duration>,
-    lease_ms: u64,
-    field: Arc<str>,
-    /// Whether the last attempt's outcome is unknown (see `attempt.rs`).
-    unsure: Cell<bool>,
-    /// Whether that attempt's connection is among `late` (its request may
-    /// still run, and its undo will follow it there).
-    unsure_is_late: Cell<bool>,
-    /// The connections of the call's attempts whose reply did not come in
-    /// time: a stalled server may run them late (see `attempt.rs`).
-    late: RefCell<LateRequests>,
 }
 
 /// What one acquire attempt (one step on the lane) ends with: the hold

@@ -38,6 +38,7 @@ use crate::tasks::completion::Completion;
 use crate::tasks::timers::TimerId;
 
 mod advance;
+mod round;
 
 /// One async acquire call of a lock, shared by its future, its steps and
 /// the callbacks that schedule them.

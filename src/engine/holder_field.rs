@@ -1,13 +1,18 @@
-//! Who a request names: a holder's field in a lock's hash, and the ids of
-//! release requests (the unlock latch's keys).
+//! Who a call and its requests name: a holder's field in a lock's hash,
+//! the state a call starts with, and the ids of release requests (the
+//! unlock latch's keys).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::Engine;
-use super::RequestIds;
+use super::{CallState, Engine, LockRef, RequestIds};
+use crate::config::lease_millis;
+use crate::error::Result;
 use crate::holding::Holder;
 use crate::kind::sealed::KindOps;
+use crate::names;
 use crate::thread_id;
 
 impl Engine {
@@ -54,5 +59,31 @@ impl Engine {
     /// Makes request ids, for a release the worker carries on.
     pub(super) fn request_ids(&self) -> Arc<RequestIds> {
         Arc::clone(&self.requests)
+    }
+
+    /// What an acquire call of `lock` by `holder` with `lease` starts with,
+    /// once its arguments are checked.
+    pub(super) fn begin_call<K: KindOps>(
+        &self,
+        lock: LockRef<'_, K>,
+        holder: Holder,
+        lease: Option<Duration>,
+    ) -> Result<CallState> {
+        names::validate(lock.name)?;
+        self.server.check_open()?;
+        let lease_ms = match lease {
+            Some(lease) => lease_millis(lease)?,
+            None => crate::config::saturating_millis(self.watchdog_timeout()),
+        };
+        Ok(CallState {
+            id: self.next_call.fetch_add(1, Ordering::Relaxed),
+            holder,
+            lease,
+            lease_ms,
+            field: self.field(holder, lock.kind),
+            unsure: Cell::new(false),
+            unsure_is_late: Cell::new(false),
+            late: RefCell::default(),
+        })
     }
 }

@@ -17,15 +17,15 @@
 //! server: nobody waits for a confirmation then, and once no waiter is left
 //! the channel is forgotten.
 
+mod park;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::handover::Offer;
 use super::locks::Locks;
-use super::waiters::{Waiter, Waiters, Wake, Wakeup};
-use crate::interrupt::Interrupt;
+use super::waiters::Waiters;
 
 /// Where a channel's subscription stands; see the module table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -362,70 +362,5 @@ impl Channel {
     /// A semaphore's or a latch's message: every waiter looks once.
     pub(crate) fn wake_each_once(&self) {
         self.state.lock().locks.wake_each_once();
-    }
-
-    /// Puts an async call's waiter for `lock` in the line, woken by
-    /// `callback`; or `Err` with the wake-up kept for it, when one was (a
-    /// release came between its failed attempt and now).
-    pub(crate) fn park_async(
-        &self,
-        lock: &str,
-        offer: Option<Offer>,
-        callback: Arc<dyn Fn() + Send + Sync>,
-    ) -> Result<Arc<Waiter>, Wake> {
-        let mut st = self.state.lock();
-        let waiters = st.locks.entry(lock);
-        if waiters.take_permit() {
-            return Err(Wake::Notified);
-        }
-        Ok(waiters.enqueue_as(Wakeup::Callback(callback), offer))
-    }
-
-    /// An async call's `waiter` for `lock` stops waiting (its time is up,
-    /// or the call ends): the wake it got, `TimedOut` once it left the line
-    /// before any, or `None` while a release has it reserved (its callback
-    /// runs once that is settled; the lock may be its own).
-    pub(crate) fn leave_async(&self, lock: &str, waiter: &Arc<Waiter>) -> Option<Wake> {
-        if let Some(wake) = waiter.outcome() {
-            return Some(wake);
-        }
-        if self.state.lock().locks.entry(lock).dequeue(waiter) {
-            return Some(Wake::TimedOut);
-        }
-        waiter.outcome()
-    }
-
-    /// Parks the calling thread, a waiter for `lock`, until a wake-up
-    /// reaches it, a release hands it the lock (only with an `offer`),
-    /// `timeout` passes or `interrupt` is triggered.
-    pub(crate) fn park(
-        &self,
-        lock: &str,
-        timeout: Duration,
-        interrupt: Option<&Interrupt>,
-        offer: Option<Offer>,
-    ) -> Wake {
-        // A timeout too long to represent is no timeout at all.
-        let deadline = Instant::now().checked_add(timeout);
-        let waiter = {
-            let mut st = self.state.lock();
-            let waiters = st.locks.entry(lock);
-            if waiters.take_permit() {
-                return Wake::Notified;
-            }
-            waiters.enqueue(offer)
-        };
-        let outcome = waiter.sleep(deadline, interrupt);
-        if matches!(
-            outcome,
-            Wake::Notified | Wake::Unsettled | Wake::HandedOver { .. }
-        ) || self.state.lock().locks.entry(lock).dequeue(&waiter)
-        {
-            return outcome;
-        }
-        // Handed a wake-up, or reserved for a hand-over, just as we gave up:
-        // take what comes, so that no wake-up is lost and a lock handed to
-        // us is known to be ours.
-        waiter.sleep(None, None)
     }
 }

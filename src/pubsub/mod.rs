@@ -29,6 +29,7 @@ mod router;
 mod sentinel_watch;
 mod subscriber;
 mod threads;
+mod waiter;
 mod waiters;
 
 use std::sync::Arc;
@@ -44,8 +45,8 @@ pub(crate) use handover::Offer;
 use links::{Router, Shared};
 use registry::{Joined, Registry};
 pub(crate) use reserved::Reserved;
+pub(crate) use waiter::{Waiter, Wake};
 use waiters::Waiters;
-pub(crate) use waiters::{Waiter, Wake};
 
 /// The client's pub/sub service.
 #[derive(Debug)]

@@ -167,7 +167,7 @@ fn forget(channels: &mut HashMap<Arc<str>, Arc<Channel>>, channel: &Channel) {
 mod tests {
     use std::thread;
 
-    use super::super::waiters::Wake;
+    use super::super::waiter::Wake;
     use super::*;
     use crate::interrupt::Interrupt;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::channel::Channel;
 use super::handover::Offer;
-use super::waiters::Waiter;
+use super::waiter::Waiter;
 
 /// A parked waiter taken out of the line by a release that is about to
 /// hand it the lock. Dropped without [`hand_over`](Self::hand_over) (the
