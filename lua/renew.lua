@@ -13,8 +13,10 @@ for i, key in ipairs(KEYS) do
     local count = tonumber(redis.call('hget', key, field))
     if count then
         -- Never shorter than it is: a hold taken with a longer lease by the
-        -- same holder still needs its time.
-        if redis.call('pttl', key) < tonumber(ARGV[1]) then
+        -- same holder still needs its time, and PTTL -1 (a key without
+        -- expiry, which another client may have made) is longer than any.
+        local ttl = redis.call('pttl', key)
+        if ttl ~= -1 and ttl < tonumber(ARGV[1]) then
             redis.call('pexpire', key, ARGV[1])
         end
         if mode == 'r' then
@@ -25,7 +27,8 @@ for i, key in ipairs(KEYS) do
             end
             for k = 1, count do
                 local hold = base .. ':' .. field .. ':rwlock_timeout:' .. k
-                if redis.call('pttl', hold) < tonumber(ARGV[1]) then
+                local hold_ttl = redis.call('pttl', hold)
+                if hold_ttl ~= -1 and hold_ttl < tonumber(ARGV[1]) then
                     redis.call('pexpire', hold, ARGV[1])
                 end
             end
