@@ -41,7 +41,7 @@ pub fn branches(script: Script) -> &'static [Branch] {
             "hand-over" 106, "hand-over-given-a-ttl" 106, "freed" 110,
         ],
         Script::ForceRelease => table!["deleted" 7, "absent" 9],
-        Script::Renew => table!["renewed" 41],
+        Script::Renew => table!["renewed" 56, "read-keys-gone" 56],
         Script::FairAcquire => table![
             "reentry-lost" 17, "wrong-kind" 34, "new" 51, "new-from-queue" 51,
             "reentry" 63, "queued-head" 75, "queued-behind" 78, "queued-behind-free" 79,

@@ -171,7 +171,7 @@ scripts! {
     /// `force_release.lua`.
     ForceRelease => "force_release.lua", "9445572d12bb9f6d24a5e4a51a5f3c864d636559";
     /// `renew.lua`.
-    Renew => "renew.lua", "22ebfc039e91cd688983c2d45cc050943794bfc4";
+    Renew => "renew.lua", "f1410951780235cf4c67d239f6b5c81cd4cf9485";
     /// `fair_acquire.lua`.
     FairAcquire => "fair_acquire.lua", "e308f5f21cbe0fbbd772b407355cbaf69653e2ed";
     /// `fair_release.lua`.

@@ -209,26 +209,39 @@ pub(crate) fn renew(x: &mut Exec<'_>, call: &Call) -> Exit {
         unreachable!("not a renewal")
     };
     let mut renewed = Vec::with_capacity(locks.len());
+    let mut id = "renewed";
     for lock in locks {
         let key = Key::Name(lock.name);
-        let Some(count) = count(x.ks.hget(key, lock.field)?) else {
+        let mut count = count(x.ks.hget(key, lock.field)?);
+        let mut holds = Vec::new();
+        if let (Some(n), true) = (count, lock.read) {
+            for k in 1..=n {
+                let hold = Key::ReadHold(lock.name, lock.field, k as u16);
+                if x.ks.exists(hold) {
+                    holds.push(hold);
+                }
+            }
+            if holds.is_empty() {
+                count = None;
+                // Told apart so that the walks must reach it.
+                id = "read-keys-gone";
+            }
+        }
+        if count.is_none() {
             renewed.push(Reply::Int(0));
             continue;
-        };
+        }
         let key_ttl = x.ks.pttl(key);
         if key_ttl != -1 && key_ttl < ttl {
             x.ks.pexpire(key, ttl);
         }
-        if lock.read {
-            for k in 1..=count {
-                let hold = Key::ReadHold(lock.name, lock.field, k as u16);
-                let hold_ttl = x.ks.pttl(hold);
-                if hold_ttl != -1 && hold_ttl < ttl {
-                    x.ks.pexpire(hold, ttl);
-                }
+        for hold in holds {
+            let hold_ttl = x.ks.pttl(hold);
+            if hold_ttl != -1 && hold_ttl < ttl {
+                x.ks.pexpire(hold, ttl);
             }
         }
         renewed.push(Reply::Int(1));
     }
-    Ok((Reply::Array(renewed), "renewed"))
+    Ok((Reply::Array(renewed), id))
 }
