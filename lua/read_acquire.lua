@@ -31,8 +31,12 @@ end
 if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
     local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('set', KEYS[2] .. ':' .. count, 1, 'px', ARGV[1])
+    -- The hash lives as long as its longest hold; PTTL -1 (a key without
+    -- expiry, which another client may have made) is longer than any lease.
     local ttl = redis.call('pttl', KEYS[1])
-    redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
+    if ttl ~= -1 then
+        redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
+    end
     return {1, count}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -38,6 +38,14 @@ if mode == false or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     end
     return nil
 end
+-- Whether PTTL a ends sooner than PTTL b: -2 (gone) soonest, -1 (a key
+-- without expiry, which another client may have made) never.
+local function sooner(a, b)
+    if a == -1 then
+        return false
+    end
+    return b == -1 or a < b
+end
 local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
 if left == 0 then
     redis.call('hdel', KEYS[1], ARGV[2])
@@ -49,14 +57,17 @@ local last = KEYS[3] .. ':' .. (left + 1)
 local shortest, shortest_ttl = left + 1, redis.call('pttl', last)
 for k = 1, left do
     local ttl = redis.call('pttl', KEYS[3] .. ':' .. k)
-    if ttl < shortest_ttl then
+    if sooner(ttl, shortest_ttl) then
         shortest, shortest_ttl = k, ttl
     end
 end
 if shortest <= left then
+    -- The last key outlives the one it replaces: it lives on in its place.
     local last_ttl = redis.call('pttl', last)
     if last_ttl > 0 then
         redis.call('set', KEYS[3] .. ':' .. shortest, 1, 'px', last_ttl)
+    elseif last_ttl == -1 then
+        redis.call('set', KEYS[3] .. ':' .. shortest, 1)
     end
 end
 redis.call('del', last)
@@ -75,16 +86,23 @@ elseif redis.call('hlen', KEYS[1]) > 1 then
         if count then
             for k = 1, count do
                 local ttl = redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. k)
-                longest = math.max(longest, ttl)
+                if sooner(longest, ttl) then
+                    longest = ttl
+                end
             end
         end
     end
-    if longest > 0 then
+    if longest == -1 then
+        -- A hold without expiry remains: so does the hash.
+        redis.call('persist', KEYS[1])
+        reply = 0
+    elseif longest > 0 then
         local before = redis.call('pttl', KEYS[1])
         redis.call('pexpire', KEYS[1], longest)
-        if longest < before then
-            -- The lock now ends sooner than a parked writer was told: it
-            -- looks again (a reply of 0 announces nothing otherwise).
+        if sooner(longest, before) then
+            -- The lock now ends sooner than a parked writer was told (the
+            -- TTL it saw, or none): it looks again (a reply of 0 announces
+            -- nothing otherwise).
             redis.call(ARGV[4], KEYS[2], ARGV[1])
         end
         reply = 0

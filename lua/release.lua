@@ -17,7 +17,8 @@
 -- subscribers (the releasing client's own among them when it waits on the
 -- lock too: it tells from this whether another process waits), 2 when it was
 -- handed to the successor (announced only when the successor's lease ends
--- sooner than the lock's TTL did: the lock is still held), or
+-- sooner than the lock's TTL did, or the lock had none: the lock is still
+-- held), or
 -- {2, token} when it was handed over with a fencing token (KEYS[4]),
 -- 3 when a retry finds the field gone and no latch: no earlier attempt of
 -- this request released anything, so the hold was lost before.
@@ -86,10 +87,13 @@ if successor and redis.call('hlen', KEYS[1]) == 1 then
     redis.call('hdel', KEYS[1], ARGV[2])
     redis.call('hset', KEYS[1], successor, 1)
     redis.call('pexpire', KEYS[1], ARGV[7])
-    if tonumber(ARGV[7]) < before then
+    -- PTTL -1 (a key without expiry, which another client may have made)
+    -- is longer than any lease.
+    if before == -1 or tonumber(ARGV[7]) < before then
         -- The lock now ends sooner than the waiters of other clients were
-        -- told (they park until the TTL they saw): they look again. Never
-        -- on a hand-over that keeps or lengthens the TTL (the watchdog's).
+        -- told (they park until the TTL they saw, or on the message when
+        -- they saw none): they look again. Never on a hand-over that keeps
+        -- or lengthens the TTL (the watchdog's).
         redis.call(ARGV[4], KEYS[2], ARGV[1])
     end
     if KEYS[4] then

@@ -27,8 +27,10 @@ if mode == false then
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local holds = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    -- A re-entry never shortens the life the holds beneath it need.
-    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then
+    -- A re-entry never shortens the life the holds beneath it need (PTTL
+    -- -1, a key without expiry, is longer than any lease).
+    local ttl = redis.call('pttl', KEYS[1])
+    if ttl ~= -1 and ttl < tonumber(ARGV[1]) then
         redis.call('pexpire', KEYS[1], ARGV[1])
     end
     return {1, holds}

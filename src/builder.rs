@@ -84,10 +84,11 @@ impl ClientBuilder {
     /// Connects to the master called `master_name` as reported by any of
     /// `sentinels` (URLs like `redis://host:26379`), instead of
     /// [`url`](Self::url). The master is looked up again for every new
-    /// connection, so the client follows a failover on its own; and a
-    /// thread of the client listens to one sentinel for `+switch-master`,
-    /// so that it leaves a replaced master at once, even one that still
-    /// runs. The user name and password of the first sentinel URL, its
+    /// connection, so the client follows a failover on its own; and the
+    /// client listens to every sentinel (five at most, a thread and a
+    /// connection each) for `+switch-master`, so that it leaves a replaced
+    /// master at once, even one that still runs, and even when some
+    /// sentinels never learn the switch. The user name and password of the first sentinel URL, its
     /// scheme (`rediss://` for TLS) and the `tls_root_cert`
     /// are used for the master too.
     ///

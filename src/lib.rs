@@ -135,8 +135,8 @@
 //! **watchdog** thread that renews every lock held without a lease, in one
 //! call per hundred locks, every third of the watchdog timeout. A process
 //! that dies stops renewing, so its locks expire on their own. Through
-//! Sentinel, one more thread listens to a sentinel for `+switch-master`,
-//! so that the client leaves a replaced master at once.
+//! Sentinel, one more thread per sentinel (five at most) listens for
+//! `+switch-master`, so that the client leaves a replaced master at once.
 //! [`Client::stats`] shows what they are doing; [`Client::shutdown`] stops
 //! them and wakes every waiter with [`Error::Shutdown`].
 //!

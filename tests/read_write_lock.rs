@@ -2,8 +2,9 @@
 //! writer excludes everyone, the downgrade, the refused upgrade, read holds
 //! that expire when their reader dies or are renewed by the watchdog while
 //! it lives, a write release that wakes every waiting reader, a read
-//! release that cuts the lock's TTL and wakes a parked writer, mutual
-//! exclusion under contention, and the Redis layout of `docs/wire-format.md`.
+//! release that cuts the lock's TTL (or gives a hash without expiry one)
+//! and wakes a parked writer, mutual exclusion under contention, and the
+//! Redis layout of `docs/wire-format.md`.
 
 mod bounded;
 mod support;
@@ -663,6 +664,94 @@ fn a_read_release_that_shortens_the_ttl_wakes_a_parked_writer() {
         None => panic!(
             "B's writer gave up after {WRITER_WAIT:?}; {name} had been free for {:.1} s (the \
              read release cut the TTL from {told} ms to {cut} ms)",
+            free.elapsed().as_secs_f64()
+        ),
+    }
+}
+
+/// Issue 40, hole 2: the same cut on a hash without expiry (PTTL -1, as a
+/// foreign client or a user's `PERSIST` can leave it). B's writer saw no
+/// expiry and parks on the release message, looking again only every
+/// watchdog timeout of its client; the read release gives the hash C's
+/// short TTL, so it now ends sooner than B was told, and B must hear so.
+#[test]
+fn a_read_release_that_gives_a_hash_without_expiry_a_ttl_wakes_a_parked_writer() {
+    /// C's lease: the lock's life once A's hold is gone.
+    const SHORT: Duration = Duration::from_secs(2);
+    /// B's watchdog timeout: how long its writer parks on a lock without
+    /// expiry, far longer than its wait.
+    const B_WATCHDOG: Duration = Duration::from_secs(120);
+    /// How long B's writer waits at most: far shorter than its watchdog
+    /// timeout, far longer than `SHORT`.
+    const WRITER_WAIT: Duration = Duration::from_secs(20);
+    /// B must get the lock within this long after it became free.
+    const BOUND: Duration = Duration::from_secs(3);
+
+    let server = RedisServer::start();
+    let (a, c) = (server.client(), server.client());
+    let b = server.client_with_watchdog(B_WATCHDOG);
+    let name = "rw:no-expiry";
+    let long = a
+        .read_write_lock(name)
+        .read()
+        .lock_with_lease(Duration::from_secs(600))
+        .expect("long read lock");
+    // A reader that never releases: its hold ends with its lease.
+    c.read_write_lock(name)
+        .read()
+        .lock_with_lease(SHORT)
+        .expect("short read lock")
+        .leak();
+    // The hash now lives for ever, as one made without PEXPIRE does.
+    let persisted: i64 = server.cmd(&["PERSIST", name]);
+    assert_eq!(persisted, 1, "{name} had a TTL to remove");
+
+    let rw_b = b.read_write_lock(name);
+    let writer = bounded::spawn("writer", move || {
+        rw_b.write()
+            .try_lock_for(WRITER_WAIT)
+            .expect("write lock")
+            .map(|guard| {
+                let at = Instant::now();
+                drop(guard);
+                at
+            })
+    });
+    let parked = bounded::wait_until(PROMPTLY, || b.stats().parked_waiters == 1);
+    assert!(parked.is_some(), "the writer did not park: {:?}", b.stats());
+
+    long.unlock().expect("long read release");
+    // The case under test: the release gave the hash a TTL, it did not free
+    // the lock (a free lock is announced anyway). Fails on a machine so
+    // slow that C's hold ended before A's release.
+    let cut = pttl(&server, name);
+    assert!(
+        cut > 0 && cut <= SHORT.as_millis() as i64,
+        "after A's release the hash's TTL is {cut} ms, not C's {SHORT:?}"
+    );
+    let released = Instant::now();
+    let free = loop {
+        if !server.exists(name) {
+            break Instant::now();
+        }
+        assert!(
+            released.elapsed() < SHORT + PROMPTLY,
+            "{name} still exists {:?} after the release",
+            released.elapsed()
+        );
+        thread::sleep(Duration::from_millis(10));
+    };
+    match writer.join_within(WRITER_WAIT + PROMPTLY) {
+        Some(at) => assert!(
+            at.saturating_duration_since(free) <= BOUND,
+            "B's writer got {name} {:.1} s after it became free (the read release gave a hash \
+             without expiry a TTL of {cut} ms; B's watchdog timeout is {B_WATCHDOG:?})",
+            at.saturating_duration_since(free).as_secs_f64()
+        ),
+        None => panic!(
+            "B's writer gave up after {WRITER_WAIT:?}; {name} had been free for {:.1} s (the \
+             read release gave a hash without expiry a TTL of {cut} ms, and no message told \
+             the writer, parked on 'no expiry' for its {B_WATCHDOG:?} watchdog timeout)",
             free.elapsed().as_secs_f64()
         ),
     }

@@ -7,7 +7,8 @@
 //! client no more than its timeouts: it moves on to the next sentinel.
 //! After a failover away from a master that serves on, a client whose first
 //! sentinel is stale locks on the master the others announced, not on the
-//! old one.
+//! old one, and follows their `+switch-master` though no connection of it
+//! fails (it watches every sentinel).
 #![cfg(feature = "sentinel")]
 
 mod bounded;
@@ -742,13 +743,15 @@ fn a_stale_sentinel_does_not_send_the_client_back_to_the_old_master() {
     );
     guard.unlock().expect("unlock before the failover");
 
-    // The watch moves to the next sentinel when its connection fails: it
-    // is to hear the switch from one that knows.
+    // The client watches every sentinel; until issue 40 it watched only
+    // the first, and this cut moved that watch to one that knows. The
+    // watch reconnects to the stale sentinel.
     wait_subscribers(&setup.sentinels[0], 1);
     let killed: i64 = setup.sentinels[0]
         .cmd(&["CLIENT", "KILL", "TYPE", "pubsub"])
         .expect("CLIENT KILL on the stale sentinel");
     assert_eq!(killed, 1, "the stale sentinel had one watch to cut");
+    wait_subscribers(&setup.sentinels[0], 1);
     wait_subscribers(&setup.sentinels[1], 1);
 
     let reconnects = a.stats().pubsub_reconnects;
@@ -788,6 +791,85 @@ fn a_stale_sentinel_does_not_send_the_client_back_to_the_old_master() {
         "two clients hold one lock, one on each master"
     );
     guard.unlock().expect("unlock after the failover");
+    assert_eq!(
+        setup.sentinels[0].master_port(),
+        Ok(setup.master.port()),
+        "the first sentinel learned the switch during the test"
+    );
+}
+
+/// Issue 40, hole 3: the watch must not listen only where the look-up
+/// asks first. Here the first sentinel is stale and never learns the
+/// switch; nothing moves the client's watch off it (no connection of the
+/// client fails). The client must still follow `+switch-master`, heard
+/// from the other sentinels, and lock on the new master. Then the stale
+/// sentinel's watch connection is cut: the watch that reconnects there
+/// hears it name the old master, which must not send the client back.
+#[test]
+fn a_stale_first_sentinel_does_not_hide_the_switch_from_the_watch() {
+    let setup = StaleSentinelSetup::start();
+    // Look-ups ask the stale sentinel first (the one that answered last,
+    // the first one to begin with).
+    let a = client_of(setup.urls(&[0, 1, 2]));
+    let b = client_of(setup.urls(&[2]));
+    // `a` waits once, so that it has a pub/sub connection to the master.
+    waiter_is_woken(&b, &a, "woken-before");
+    let guard = a.lock("before").lock().expect("lock before the failover");
+    assert!(
+        setup.master.exists("before"),
+        "the lock is not on the master"
+    );
+    guard.unlock().expect("unlock before the failover");
+
+    let reconnects = a.stats().pubsub_reconnects;
+    setup.split();
+    // The watch drops the pub/sub connection right after it heard the
+    // switch and handed the address over.
+    let heard = Instant::now();
+    while a.stats().pubsub_reconnects == reconnects {
+        assert!(
+            heard.elapsed() < PROMPTLY,
+            "the client did not follow +switch-master within {PROMPTLY:?} (its look-ups ask \
+             the stale sentinel first; subscribed clients per sentinel: {:?})",
+            setup.sentinels.iter().map(subscribers).collect::<Vec<_>>()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        setup.sentinels[0].master_port(),
+        Ok(setup.master.port()),
+        "the first sentinel is not stale: {}",
+        setup.describe()
+    );
+    assert!(is_master(&setup.master), "the old master was demoted");
+    let on_new_master = |name: &str| {
+        let guard = a.lock(name).lock().expect("lock after the failover");
+        let placed = (setup.master.exists(name), setup.replica.exists(name));
+        guard.unlock().expect("unlock after the failover");
+        assert_eq!(
+            placed,
+            (false, true),
+            "{name}: (on the old master, on the new master)"
+        );
+    };
+    on_new_master("after");
+
+    // The stale sentinel names the old master to a watch that connects
+    // there anew.
+    let followed = a.stats().pubsub_reconnects;
+    let killed: i64 = setup.sentinels[0]
+        .cmd(&["CLIENT", "KILL", "TYPE", "pubsub"])
+        .expect("CLIENT KILL on the stale sentinel");
+    assert_eq!(killed, 1, "the stale sentinel had one watch to cut");
+    wait_subscribers(&setup.sentinels[0], 1);
+    // Time for a move back, if the watch made one.
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        a.stats().pubsub_reconnects,
+        followed,
+        "the client left the new master when the stale sentinel named the old one"
+    );
+    on_new_master("after-the-stale-sentinel-spoke");
     assert_eq!(
         setup.sentinels[0].master_port(),
         Ok(setup.master.port()),

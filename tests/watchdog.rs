@@ -1,7 +1,8 @@
 //! The watchdog: it keeps a lock taken without a lease alive past the
 //! watchdog timeout, stops renewing once the lock is released, and reports a
 //! lock deleted under it (guard, release error, `on_lock_lost` callback),
-//! even while an earlier `on_lock_lost` callback is still blocked.
+//! even while an earlier `on_lock_lost` callback is still blocked, and a
+//! read hold whose own key is gone.
 //!
 //! Every client here uses a 1 s watchdog timeout, renewed every ~333 ms.
 
@@ -234,4 +235,111 @@ fn a_blocked_on_lock_lost_callback_delays_neither_renewals_nor_shutdown() {
         .join_within(Duration::from_secs(5))
         .expect("shutdown while a callback blocks");
     drop(release_tx);
+}
+
+/// A client whose `on_lock_lost` names go into the returned list.
+fn client_reporting_losses(server: &RedisServer) -> (redhold::Client, Arc<Mutex<Vec<String>>>) {
+    let lost: Arc<Mutex<Vec<String>>> = Arc::default();
+    let client = {
+        let lost = Arc::clone(&lost);
+        server
+            .builder()
+            .watchdog_timeout(TIMEOUT)
+            .on_lock_lost(move |name| lost.lock().unwrap().push(name.to_owned()))
+            .build()
+            .unwrap()
+    };
+    (client, lost)
+}
+
+/// The only holder field of `client` in the hash of `name`.
+#[track_caller]
+fn only_field_of(server: &RedisServer, name: &str, client: &redhold::Client) -> String {
+    let prefix = format!("{}:", client.id());
+    let all: HashMap<String, String> = server.cmd(&["HGETALL", name]);
+    let fields: Vec<String> = all.into_keys().filter(|f| f.starts_with(&prefix)).collect();
+    assert_eq!(fields.len(), 1, "one field of {}: {fields:?}", client.id());
+    fields.into_iter().next().expect("one field")
+}
+
+/// The key that keeps read hold `k` of `field` alive.
+fn hold_key(name: &str, field: &str, k: u32) -> String {
+    format!("{{{name}}}:{field}:rwlock_timeout:{k}")
+}
+
+/// Issue 40, hole 5: a read hold lives in its own key; the hash field
+/// alone keeps nothing (the next release of another reader deletes the
+/// hash when no key of the holder is left, and a writer gets in). A
+/// watched read hold whose key is gone (it expired while its client was
+/// paused; here a side connection deletes it) must be reported lost at the
+/// next renewal, as a plain lock whose hash is gone is, not renewed.
+#[test]
+fn a_read_hold_whose_key_is_gone_is_reported_lost_at_the_next_renewal() {
+    let server = RedisServer::start();
+    let (b, lost) = client_reporting_losses(&server);
+    let a = server.client();
+    let name = "rw:keyless";
+    let guard = b.read_write_lock(name).read().lock().unwrap();
+    // Another reader with a long lease keeps the hash (and B's field) alive.
+    let other = a
+        .read_write_lock(name)
+        .read()
+        .lock_with_lease(Duration::from_secs(60))
+        .unwrap();
+    let field = only_field_of(&server, name, &b);
+    let key = hold_key(name, &field, 1);
+    let deleted: i64 = server.cmd(&["DEL", &key]);
+    assert_eq!(deleted, 1, "{key} was there to delete");
+
+    let reported = bounded::wait_until(3 * TIMEOUT, || !lost.lock().unwrap().is_empty());
+    assert!(
+        reported.is_some(),
+        "B's read hold of {name}, whose key {key} is gone, was not reported lost within {:?} \
+         ({} renewal passes; the hash still has B's field: {:?})",
+        3 * TIMEOUT,
+        b.stats().renewal_passes,
+        server.cmd::<HashMap<String, String>>(&["HGETALL", name]),
+    );
+    assert_eq!(*lost.lock().unwrap(), vec![name.to_owned()]);
+    assert!(!guard.is_held(), "the guard sees the loss");
+    // Why it is lost: A's release leaves no hold key, deletes the hash, and
+    // a writer gets in while B's field was still there.
+    other.unlock().unwrap();
+    let writer = a.read_write_lock(name).write().try_lock().unwrap();
+    assert!(writer.is_some(), "A's release left {name} to a writer");
+    assert!(matches!(guard.unlock(), Err(Error::LockLost { .. })));
+}
+
+/// The other side of hole 5's rule: a watched read hold whose key is still
+/// there is not lost because a leased hold of the same thread ran out (its
+/// key expired, the field still counts it): the hash lives as long as the
+/// watched hold's key, which the watchdog renews.
+#[test]
+fn a_watched_read_hold_outlives_a_leased_one_of_the_same_thread() {
+    let server = RedisServer::start();
+    let (client, lost) = client_reporting_losses(&server);
+    let name = "rw:mixed";
+    let lock = client.read_write_lock(name).read();
+    let watched = lock.lock().unwrap();
+    let leased = lock.lock_with_lease(Duration::from_millis(200)).unwrap();
+    let field = only_field_of(&server, name, &client);
+    let passes = client.stats().renewal_passes;
+    // The leased hold's key expires; the watchdog renews the watched one.
+    let gone = bounded::wait_until(3 * TIMEOUT, || {
+        pttl(&server, &hold_key(name, &field, 2)) == -2
+            && client.stats().renewal_passes >= passes + 3
+    });
+    assert!(gone.is_some(), "the leased hold's key did not expire");
+    assert!(
+        lost.lock().unwrap().is_empty(),
+        "the watched read hold was reported lost: {:?}",
+        lost.lock().unwrap()
+    );
+    assert!(watched.is_held());
+    assert!(pttl(&server, &hold_key(name, &field, 1)) > 0);
+    let _ = leased.unlock();
+    watched
+        .unlock()
+        .expect("the watched read hold is still ours");
+    assert!(!server.exists(name));
 }

@@ -195,6 +195,10 @@ fn walk(real: &mut Real, seed: u64, hit: &mut BTreeSet<(Script, &'static str)>) 
                 real.command(&["DEL".into(), key.to_string()]);
                 ks.del(key);
             }
+            Step::Persist(key) => {
+                real.command(&["PERSIST".into(), key.to_string()]);
+                ks.persist(key);
+            }
             Step::Call(call) => {
                 let outcome = scripts::run(&mut ks, &call, env);
                 let got = real.run(&call);

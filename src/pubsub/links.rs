@@ -48,10 +48,10 @@ pub(super) struct Shared {
     pub(super) server: Arc<Server>,
     /// Where reconnects are counted, for [`Stats`](crate::Stats).
     pub(super) counters: Arc<Counters>,
-    /// The connection to a sentinel, when the master is found through
-    /// sentinels (`sentinel_watch.rs`); empty otherwise.
+    /// One connection per watched sentinel, when the master is found
+    /// through sentinels (`sentinel_watch.rs`); none otherwise.
     #[cfg(feature = "sentinel")]
-    pub(super) sentinel_watch: Writer,
+    pub(super) sentinel_watches: Vec<Writer>,
     /// The connection that hears classic releases on a cluster that
     /// listens sharded (`classic_watch.rs`); unused otherwise.
     #[cfg(feature = "cluster")]

@@ -60,6 +60,10 @@ impl PubSub {
     pub(crate) fn start(server: Arc<Server>, counters: Arc<Counters>) -> Result<PubSub> {
         let router = Router::new(&server)?;
         let target = server.config().target();
+        #[cfg(feature = "sentinel")]
+        let sentinel_watches = (0..sentinel_watch::watches(&server))
+            .map(|_| Default::default())
+            .collect();
         let shared = Arc::new(Shared {
             registry: Registry::default(),
             router,
@@ -67,7 +71,7 @@ impl PubSub {
             server,
             counters,
             #[cfg(feature = "sentinel")]
-            sentinel_watch: Default::default(),
+            sentinel_watches,
             #[cfg(feature = "cluster")]
             classic_watch: subscriber::Link {
                 id: Arc::from("classic-watch"),
@@ -82,7 +86,7 @@ impl PubSub {
         // its connections to the old master fail.
         #[cfg(feature = "sentinel")]
         if let Err(e) = sentinel_watch::start(&shared) {
-            log::warn!("redhold: cannot start the sentinel watch thread: {e}");
+            log::warn!("redhold: cannot start every sentinel watch thread: {e}");
         }
         // Without it the client still works; classic releases then reach
         // its waiters only through the lock's TTL.
@@ -197,7 +201,9 @@ impl PubSub {
         self.shared.registry.wake_everyone();
         self.shared.router.close_all();
         #[cfg(feature = "sentinel")]
-        self.shared.sentinel_watch.detach();
+        for watch in &self.shared.sentinel_watches {
+            watch.detach();
+        }
         #[cfg(feature = "cluster")]
         self.shared.classic_watch.writer.detach();
         self.shared.threads.unpark_all();

@@ -8,78 +8,119 @@
 //! every lock taken there meanwhile can have a second holder on the new
 //! master, each told `Ok`.
 //!
-//! So a client of a Sentinel deployment keeps one more connection, to one
-//! sentinel, subscribed to `+switch-master`. When the sentinels move this
-//! client's master, the client drops its command connections (the idle
-//! ones at once, the busy ones when their command is over) and its pub/sub
-//! connection; the next ones are looked up through the sentinels again.
-//! Each time the watcher connects it first asks where the master is, so a
-//! move announced while it was away is not missed. The connection is
-//! checked with `PING` when quiet, and replaced (the next sentinel, with
-//! backoff) when it fails.
+//! So a client of a Sentinel deployment keeps one more connection to each
+//! sentinel (to [`MAX_WATCHES`] of them at most), subscribed to
+//! `+switch-master`. One sentinel is not enough: the one a look-up asks
+//! first may be the one that never learns the switch (cut off from the
+//! others and the new master), and it would hide it. When the sentinels
+//! move this client's master, the client drops its command connections
+//! (the idle ones at once, the busy ones when their command is over) and
+//! its pub/sub connection; the next ones are looked up through the
+//! sentinels again, the announced master first.
 //!
-//! The thread, `redhold-sentinel-watch`, is one of the pub/sub threads:
-//! started with the client, stopped and joined at shutdown.
+//! Each time a watch connects it first asks where the master is (`SENTINEL
+//! MASTER`, with the configuration epoch), so a move announced while it
+//! was away is not missed. A stale sentinel answers with the old master and
+//! an older epoch: the watches share what they know ([`Known`]), and only a
+//! newer epoch, or a `+switch-master`, moves the client. The connection is
+//! checked with `PING` when quiet, and replaced (with backoff; with more
+//! sentinels than watches, by one to another sentinel) when it fails.
+//!
+//! The threads, `redhold-sentinel-watch-<k>`, one per watch, are pub/sub
+//! threads: started with the client, stopped and joined at shutdown.
 
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
+
 use super::links::{Router, Shared, MAX_BACKOFF, MIN_BACKOFF};
 use crate::server::resp::Frame;
-use crate::server::Sentinels;
+use crate::server::{Sentinels, Server};
 
-/// How often the watcher's read wakes up to check the stop flag.
+/// The most sentinels watched at once, each with a thread and a socket:
+/// every sentinel of a usual deployment (three or five). With more, a
+/// watch whose sentinel fails moves on to another.
+pub(super) const MAX_WATCHES: usize = 5;
+/// How often a watch's read wakes up to check the stop flag.
 const TICK: Duration = Duration::from_secs(1);
-/// How long the sentinel connection may stay quiet before a `PING`.
+/// How long a sentinel connection may stay quiet before a `PING`.
 const PING_AFTER: Duration = Duration::from_secs(3);
 /// The channel on which sentinels announce a new master.
 const SWITCH_CHANNEL: &[u8] = b"+switch-master";
 
-/// Starts the watcher when the client finds its master through sentinels.
-pub(super) fn start(shared: &Arc<Shared>) -> io::Result<()> {
-    if shared.server.pool().backend().sentinels().is_none() {
-        return Ok(());
-    }
-    super::router::spawn_thread(shared, "redhold-sentinel-watch".to_owned(), watch)
+/// How many watches `server` needs: one per sentinel, at most
+/// [`MAX_WATCHES`]; none without sentinels.
+pub(super) fn watches(server: &Server) -> usize {
+    server
+        .pool()
+        .backend()
+        .sentinels()
+        .map_or(0, |sentinels| sentinels.count().min(MAX_WATCHES))
 }
 
-/// The thread's body: listens on one sentinel after another until the
-/// client stops.
-fn watch(shared: &Arc<Shared>) {
+/// Starts one watch per writer of `shared.sentinel_watches` (none when the
+/// client does not find its master through sentinels).
+pub(super) fn start(shared: &Arc<Shared>) -> io::Result<()> {
+    let Some(sentinels) = shared.server.pool().backend().sentinels() else {
+        return Ok(());
+    };
+    let known = Arc::new(Mutex::new(Known {
+        address: sentinels.last_master(),
+        ..Known::default()
+    }));
+    for watch in 0..shared.sentinel_watches.len() {
+        let known = Arc::clone(&known);
+        super::router::spawn_thread(
+            shared,
+            format!("redhold-sentinel-watch-{watch}"),
+            move |shared| run(shared, watch, &known),
+        )?;
+    }
+    Ok(())
+}
+
+/// A watch's thread: listens on sentinel `watch` until the client stops;
+/// after a failure on the same one again, or, with more sentinels than
+/// watches, on the next of `watch + watches`, `watch + 2 * watches`, ...
+/// (modulo their number).
+fn run(shared: &Arc<Shared>, watch: usize, known: &Mutex<Known>) {
     let Some(sentinels) = shared.server.pool().backend().sentinels() else {
         return;
     };
-    let mut known = sentinels.last_master();
+    let step = shared.sentinel_watches.len();
     let mut backoff = MIN_BACKOFF;
-    let mut next = 0usize;
+    let mut next = watch;
     while !shared.threads.is_stopping() {
-        match listen(shared, sentinels, next, &mut known) {
+        match listen(shared, sentinels, watch, next, known) {
             Ok(()) => backoff = MIN_BACKOFF,
             Err(e) => {
-                log::debug!("redhold: sentinel watch: {e}; next try in {backoff:?}");
+                log::debug!("redhold: sentinel watch {watch}: {e}; next try in {backoff:?}");
                 shared.threads.pause(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
-        next = next.wrapping_add(1);
+        next = next.wrapping_add(step);
     }
 }
 
-/// Connects to sentinel `index`, catches up with where the master is, and
-/// acts on every move it announces. Returns `Ok` when the client stops, an
-/// error when the connection fails (it has then been replaced at least
-/// once if it ever worked: the caller's backoff starts over).
+/// Connects watch `watch` to sentinel `index`, catches up with where the
+/// master is, and acts on every move it announces. Returns `Ok` when the
+/// client stops, an error when the connection fails (it has then been
+/// replaced at least once if it ever worked: the caller's backoff starts
+/// over).
 fn listen(
     shared: &Shared,
     sentinels: &Sentinels,
+    watch: usize,
     index: usize,
-    known: &mut Option<String>,
+    known: &Mutex<Known>,
 ) -> io::Result<()> {
     let config = shared.server.config();
     let timeouts = (config.connect_timeout, config.response_timeout);
     let (mut reader, stream, sentinel) = sentinels.open_watch(index, timeouts, TICK)?;
-    let writer = &shared.sentinel_watch;
+    let writer = &shared.sentinel_watches[watch];
     writer.attach(stream, &mut reader);
     // Closed on every way out; shutdown closes it too, which ends a read.
     let _detach = Detach(writer);
@@ -87,7 +128,7 @@ fn listen(
         return Ok(());
     }
     let name = sentinels.master_name().as_bytes();
-    writer.send(&[b"SENTINEL", b"GET-MASTER-ADDR-BY-NAME", name])?;
+    writer.send(&[b"SENTINEL", b"MASTER", name])?;
     let deadline = Instant::now().checked_add(config.response_timeout);
     let reply = loop {
         if let Some(frame) = reader.next()? {
@@ -101,8 +142,11 @@ fn listen(
             ));
         }
     };
-    if let Some(address) = address_reply(&reply) {
-        note(shared, known, address);
+    if let Some((address, epoch)) = master_state(&reply) {
+        let moved = known.lock().heard_state(address, epoch);
+        if let Some(address) = moved {
+            follow(shared, &address);
+        }
     }
     writer.send(&[b"SUBSCRIBE", SWITCH_CHANNEL])?;
     let mut heard = Instant::now();
@@ -114,13 +158,17 @@ fn listen(
                 ping_sent = None;
                 if let Frame::Error(refusal) = &frame {
                     // An ACL without SUBSCRIBE, say: the client then follows
-                    // a failover only when its connections fail.
+                    // a failover only through its other watches, or when
+                    // its connections fail.
                     log::warn!(
                         "redhold: sentinel {sentinel} refused the watch: {}",
                         String::from_utf8_lossy(refusal)
                     );
                 } else if let Some(address) = switched_to(&frame, name) {
-                    note(shared, known, address);
+                    let moved = known.lock().heard_switch(address);
+                    if let Some(address) = moved {
+                        follow(shared, &address);
+                    }
                 }
             }
             None => match ping_sent {
@@ -142,33 +190,90 @@ fn listen(
     Ok(())
 }
 
+/// Where the watches believe the master is, shared by them, so that a
+/// move is acted on once, and a stale sentinel's word does not undo it.
+///
+/// | heard                                   | when                                  | effect |
+/// |-----------------------------------------|---------------------------------------|--------|
+/// | `+switch-master` to another address     | always                                | move; the epoch is at least one more than known |
+/// | `SENTINEL MASTER`: address, epoch       | no epoch known, and no switch since   | move if the address differs; epoch learned |
+/// | `SENTINEL MASTER`: address, epoch       | epoch newer than known                | move if the address differs; epoch learned |
+/// | `SENTINEL MASTER`: the known address    | epoch known or not, not older         | epoch learned |
+/// | `SENTINEL MASTER`: anything else        |                                       | ignored: a stale sentinel |
+#[derive(Debug, Default)]
+struct Known {
+    /// `ip:port` of the master, as the last look-up or watch found it.
+    address: Option<String>,
+    /// The sentinels' configuration epoch of `address`, when known: the
+    /// lowest it can be.
+    epoch: Option<u64>,
+    /// A `+switch-master` moved `address` while no epoch was known: only
+    /// a sentinel that names the same address can tell the epoch now.
+    switched: bool,
+}
+
+impl Known {
+    /// A `+switch-master` to `address`: the new master, when it moved.
+    fn heard_switch(&mut self, address: String) -> Option<String> {
+        if self.address.as_ref() == Some(&address) {
+            return None;
+        }
+        // A switch is a newer configuration than any the watches heard.
+        self.epoch = self.epoch.map(|e| e.saturating_add(1));
+        self.switched = self.epoch.is_none();
+        self.moved_to(address)
+    }
+
+    /// A sentinel says the master is at `address` with configuration
+    /// `epoch`: the new master, when it moved.
+    fn heard_state(&mut self, address: String, epoch: u64) -> Option<String> {
+        let same = self.address.as_ref() == Some(&address);
+        let believed = match self.epoch {
+            Some(known) => epoch > known || (epoch == known && same),
+            None => !self.switched || same,
+        };
+        if !believed {
+            log::debug!(
+                "redhold: a sentinel names {address} (epoch {epoch}) as the master;                  ignored: the watches know a newer configuration"
+            );
+            return None;
+        }
+        self.epoch = Some(self.epoch.map_or(epoch, |known| known.max(epoch)));
+        self.switched = false;
+        if same {
+            return None;
+        }
+        self.moved_to(address)
+    }
+
+    /// Records `address`; the new master when there was an old one.
+    fn moved_to(&mut self, address: String) -> Option<String> {
+        let old = self.address.replace(address.clone())?;
+        log::warn!(
+            "redhold: the sentinels moved the master from {old} to {address}; \
+             reconnecting to the new one"
+        );
+        Some(address)
+    }
+}
+
+/// The master moved to `address`: the connections to the old one go.
+fn follow(shared: &Shared, address: &str) {
+    // The sentinel a look-up asks first may not know yet, while the old
+    // master still answers as one: the new connections go to the announced
+    // master.
+    if let Some(sentinels) = shared.server.pool().backend().sentinels() {
+        sentinels.switched_to(address);
+    }
+    master_moved(shared);
+}
+
 /// Closes the watcher's socket when dropped.
 struct Detach<'a>(&'a crate::server::socket::Writer);
 
 impl Drop for Detach<'_> {
     fn drop(&mut self) {
         self.0.detach();
-    }
-}
-
-/// Records `address` (`ip:port`) as the master; when it differs from the
-/// one known, the master moved: the connections to the old one go.
-fn note(shared: &Shared, known: &mut Option<String>, address: String) {
-    if known.as_ref() == Some(&address) {
-        return;
-    }
-    if let Some(old) = known.replace(address.clone()) {
-        log::warn!(
-            "redhold: the sentinels moved the master from {old} to {address}; \
-             reconnecting to the new one"
-        );
-        // The sentinel a look-up asks first may not know yet, while the
-        // old master still answers as one: the new connections go to the
-        // announced master.
-        if let Some(sentinels) = shared.server.pool().backend().sentinels() {
-            sentinels.switched_to(&address);
-        }
-        master_moved(shared);
     }
 }
 
@@ -184,20 +289,24 @@ fn master_moved(shared: &Shared) {
     }
 }
 
-/// `ip:port` from a `SENTINEL GET-MASTER-ADDR-BY-NAME` reply (nil when the
-/// sentinel knows no such master).
-fn address_reply(frame: &Frame) -> Option<String> {
+/// `ip:port` and the configuration epoch from a `SENTINEL MASTER` reply
+/// (field, value, field, value, ...; an error when the sentinel knows no
+/// such master).
+fn master_state(frame: &Frame) -> Option<(String, u64)> {
     let Frame::Array(Some(items)) = frame else {
         return None;
     };
-    match items.as_slice() {
-        [Frame::Bulk(Some(ip)), Frame::Bulk(Some(port))] => Some(format!(
-            "{}:{}",
-            std::str::from_utf8(ip).ok()?,
-            std::str::from_utf8(port).ok()?
-        )),
-        _ => None,
-    }
+    let field = |wanted: &[u8]| {
+        items.chunks_exact(2).find_map(|pair| match pair {
+            [Frame::Bulk(Some(key)), Frame::Bulk(Some(value))] if key.as_slice() == wanted => {
+                std::str::from_utf8(value).ok()
+            }
+            _ => None,
+        })
+    };
+    let (ip, port) = (field(b"ip")?, field(b"port")?);
+    let epoch = field(b"config-epoch")?.parse().ok()?;
+    Some((format!("{ip}:{port}"), epoch))
 }
 
 /// The new master's `ip:port` when `frame` is a `+switch-master` message
@@ -266,10 +375,88 @@ mod tests {
     }
 
     #[test]
-    fn the_master_address_reply_is_read() {
-        let reply = Frame::Array(Some(vec![bulk("127.0.0.1"), bulk("6380")]));
-        assert_eq!(address_reply(&reply), Some("127.0.0.1:6380".to_owned()));
-        assert_eq!(address_reply(&Frame::Array(None)), None);
-        assert_eq!(address_reply(&Frame::Bulk(None)), None);
+    fn the_master_state_reply_is_read() {
+        let reply = Frame::Array(Some(
+            [
+                "name",
+                "mymaster",
+                "ip",
+                "127.0.0.1",
+                "port",
+                "6380",
+                "flags",
+                "master",
+            ]
+            .into_iter()
+            .chain(["config-epoch", "7", "quorum", "2"])
+            .map(bulk)
+            .collect(),
+        ));
+        assert_eq!(master_state(&reply), Some(("127.0.0.1:6380".to_owned(), 7)));
+        let no_epoch = Frame::Array(Some(
+            ["ip", "127.0.0.1", "port", "6380"]
+                .into_iter()
+                .map(bulk)
+                .collect(),
+        ));
+        assert_eq!(master_state(&no_epoch), None);
+        assert_eq!(master_state(&Frame::Array(None)), None);
+        assert_eq!(
+            master_state(&Frame::Error(b"ERR No such master with that name".to_vec())),
+            None
+        );
+    }
+
+    fn known(address: &str) -> Known {
+        Known {
+            address: Some(address.to_owned()),
+            ..Known::default()
+        }
+    }
+
+    #[test]
+    fn a_stale_sentinel_does_not_undo_a_switch() {
+        let mut k = known("old:1");
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        assert_eq!(k.heard_switch("new:2".into()), Some("new:2".to_owned()));
+        // Heard again from another watch: acted on once.
+        assert_eq!(k.heard_switch("new:2".into()), None);
+        // A stale sentinel's catch-up: the old master, the old epoch.
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        assert_eq!(k.address.as_deref(), Some("new:2"));
+        // One that knows: the switch's epoch, the same address.
+        assert_eq!(k.heard_state("new:2".into(), 4), None);
+        assert_eq!(k.epoch, Some(4));
+        assert_eq!(k.heard_state("old:1".into(), 4), None);
+        // A later failover back, heard only on a catch-up.
+        assert_eq!(k.heard_state("old:1".into(), 5), Some("old:1".to_owned()));
+    }
+
+    #[test]
+    fn a_switch_before_any_epoch_waits_for_one_of_its_address() {
+        let mut k = known("old:1");
+        assert_eq!(k.heard_switch("new:2".into()), Some("new:2".to_owned()));
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        assert_eq!(k.heard_state("new:2".into(), 4), None);
+        assert_eq!(k.epoch, Some(4));
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        assert_eq!(k.address.as_deref(), Some("new:2"));
+    }
+
+    #[test]
+    fn a_catch_up_with_a_newer_epoch_moves_the_master() {
+        // The look-up asked a stale sentinel; a watch on one that knows
+        // catches up.
+        let mut k = known("old:1");
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        assert_eq!(k.heard_state("new:2".into(), 4), Some("new:2".to_owned()));
+        // The other order: the first word sets the epoch.
+        let mut k = known("old:1");
+        assert_eq!(k.heard_state("new:2".into(), 4), Some("new:2".to_owned()));
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        // Nothing known yet: recorded, not a move.
+        let mut k = Known::default();
+        assert_eq!(k.heard_state("old:1".into(), 3), None);
+        assert_eq!(k.address.as_deref(), Some("old:1"));
     }
 }

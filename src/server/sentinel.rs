@@ -196,6 +196,11 @@ impl Sentinels {
         }))
     }
 
+    /// How many sentinels there are.
+    pub(crate) fn count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// The name the sentinels know the master by.
     pub(crate) fn master_name(&self) -> &str {
         &self.master_name

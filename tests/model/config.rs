@@ -46,6 +46,51 @@ pub(crate) const LEASE_MS: (u64, u64) = (50, 400);
 /// the bound while the lock is free.
 pub(crate) const LONG_LEASE_MS: (u64, u64) = (3500, 6000);
 
+/// The long lease of the short-lease hand-over case (ms,
+/// `actors/short_lease_handover.rs`): the TTL another client's waiter
+/// parks on.
+pub(crate) const HANDOVER_LEASE_MS: (u64, u64) = (5000, 7000);
+
+/// The lease of a stalled member's call (ms, `actors/stalled_member.rs`):
+/// longer than the liveness bound after the stall.
+pub(crate) const MEMBER_LEASE_MS: (u64, u64) = (4000, 5000);
+
+/// The lease a stalled drop's re-acquire may ask for (ms,
+/// `actors/stalled_drop.rs`).
+pub(crate) const REACQUIRE_LEASE_MS: (u64, u64) = (1000, 2999);
+
+/// The lease of the partitioned-release case's two guards (ms,
+/// `actors/partitioned_release.rs`): longer than the whole case.
+pub(crate) const PARTITIONED_LEASE_MS: u64 = 15_000;
+
+/// The longest a key of the run can live after its client's last command:
+/// the watchdog timeout or the longest lease any actor asks for. A hold
+/// key or hash that nobody releases (a `force_unlock` deletes a read
+/// lock's hash and leaves its read-hold keys to expire, as Redisson's
+/// does; a release may fail) lives that long, so the end-state check
+/// (`leftovers.rs`) waits that long past the last shutdown.
+pub(crate) const LONGEST_TTL: Duration = Duration::from_millis(max_of(&[
+    WATCHDOG_MS,
+    LEASE_MS.1,
+    LONG_LEASE_MS.1,
+    HANDOVER_LEASE_MS.1,
+    MEMBER_LEASE_MS.1,
+    REACQUIRE_LEASE_MS.1,
+    PARTITIONED_LEASE_MS,
+]));
+
+/// The largest of `ms` (a `const fn`: `Ord::max` is not one).
+const fn max_of(ms: &[u64]) -> u64 {
+    let (mut i, mut max) = (0, 0);
+    while i < ms.len() {
+        if ms[i] > max {
+            max = ms[i];
+        }
+        i += 1;
+    }
+    max
+}
+
 /// A waiter must get a free lock within this long (liveness).
 pub(crate) const LIVENESS_BOUND: Duration = Duration::from_millis(2 * WATCHDOG_MS);
 /// How long after a fault ends its effects may last: a renewal or wake-up

@@ -12,7 +12,9 @@
 
 use std::time::Duration;
 
-use crate::config::{LEASE_MS, LONG_LEASE_MS};
+use crate::config::{
+    HANDOVER_LEASE_MS, LEASE_MS, LONG_LEASE_MS, MEMBER_LEASE_MS, REACQUIRE_LEASE_MS,
+};
 use crate::rng::Rng;
 use crate::targets::{Kind, Method, Target};
 
@@ -317,7 +319,9 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 if rng.chance(50) {
                     Method::TryFor(Duration::from_millis(2500))
                 } else {
-                    let lease = Duration::from_millis(1000 + rng.below(2000));
+                    // As drawn before the range had a name: seeds replay.
+                    let (lo, hi) = REACQUIRE_LEASE_MS;
+                    let lease = Duration::from_millis(lo + rng.below(hi - lo + 1));
                     Method::TryForLease(Duration::from_millis(2500), lease)
                 }
             });
@@ -398,7 +402,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 kind: *rng.pick(&[Kind::Plain, Kind::Fenced]),
                 names: vec![*rng.pick(&["h0", "h1"])],
             },
-            lease: rng.millis(5000, 7000),
+            lease: rng.millis(HANDOVER_LEASE_MS.0, HANDOVER_LEASE_MS.1),
             short: rng.millis(200, 400),
             overrun: rng.millis(600, 1200),
         },
@@ -435,7 +439,7 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 stall: rng.millis(1500, 2500),
                 wait: rng.millis(0, 300),
                 // Longer than the liveness bound (3 s) after the stall.
-                lease: rng.millis(4000, 5000),
+                lease: rng.millis(MEMBER_LEASE_MS.0, MEMBER_LEASE_MS.1),
             }
         }
         Choice::PartitionedRelease => {

@@ -353,10 +353,9 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         .collect();
     let leftovers = {
         let prefix = prefix.to_string();
-        // A long lease left by a client shut down under it lives longest.
-        let deadline = all_down
-            + LATCH_TTL
-            + WATCHDOG.max(Duration::from_millis(crate::config::LONG_LEASE_MS.1));
+        // A key left with the longest lease (or watchdog timeout) any
+        // actor asks for lives longest (config::LONGEST_TTL).
+        let deadline = all_down + LATCH_TTL + crate::config::LONGEST_TTL;
         thread::Builder::new()
             .name("model-leftovers".into())
             .spawn(move || {

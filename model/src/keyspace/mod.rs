@@ -139,6 +139,17 @@ impl Keyspace {
         }
     }
 
+    /// `PERSIST key`: 1 when the key had a TTL, which it no longer has.
+    pub fn persist(&mut self, key: Key) -> i64 {
+        match self.keys.get_mut(&key) {
+            Some(entry) if entry.expires_at.is_some() => {
+                entry.expires_at = None;
+                1
+            }
+            _ => 0,
+        }
+    }
+
     /// Writes `value` at `key`, keeping the key's TTL when it existed
     /// (`HSET`, `INCRBY`, `RPUSH` ... do not touch a TTL).
     fn write(&mut self, key: Key, value: Value) {

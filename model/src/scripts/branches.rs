@@ -29,23 +29,23 @@ macro_rules! table {
 pub fn branches(script: Script) -> &'static [Branch] {
     match script {
         Script::Acquire => table![
-            "reentry-lost" 14, "new" 19, "wrong-kind" 22, "reentry" 30, "busy" 32,
+            "reentry-lost" 14, "new" 19, "wrong-kind" 22, "reentry" 32, "busy" 34,
         ],
         Script::FencedAcquire => table![
             "reentry-lost" 25, "corrupt-new" 29, "new" 32, "wrong-kind" 35,
-            "corrupt-reentry" 39, "reentry" 45, "busy" 47,
+            "corrupt-reentry" 39, "reentry" 47, "busy" 49,
         ],
         Script::Release => table![
-            "replay-token" 41, "replay" 43, "undo-nothing" 51, "read-write" 65,
-            "retry-gone" 72, "not-held" 74, "holds-remain" 80, "hand-over-fenced" 99,
-            "hand-over" 102, "freed" 106,
+            "replay-token" 42, "replay" 44, "undo-nothing" 52, "read-write" 66,
+            "retry-gone" 73, "not-held" 75, "holds-remain" 81, "hand-over-fenced" 103,
+            "hand-over" 106, "hand-over-given-a-ttl" 106, "freed" 110,
         ],
         Script::ForceRelease => table!["deleted" 7, "absent" 9],
-        Script::Renew => table!["renewed" 38],
+        Script::Renew => table!["renewed" 56, "read-keys-gone" 56],
         Script::FairAcquire => table![
             "reentry-lost" 17, "wrong-kind" 34, "new" 51, "new-from-queue" 51,
-            "reentry" 61, "queued-head" 73, "queued-behind" 76, "queued-behind-free" 77,
-            "try-busy" 80, "queued" 93,
+            "reentry" 63, "queued-head" 75, "queued-behind" 78, "queued-behind-free" 79,
+            "try-busy" 82, "queued" 95,
         ],
         Script::FairRelease => table![
             "replay" 23, "undo-nothing" 31, "free-retry-gone" 65, "free-not-held" 65,
@@ -54,16 +54,16 @@ pub fn branches(script: Script) -> &'static [Branch] {
         Script::FairGiveUp => table!["not-queued" 8, "left" 29],
         Script::FairForceRelease => table!["deleted" 21, "absent" 21],
         Script::ReadAcquire => table![
-            "reentry-lost" 16, "wrong-kind" 21, "new" 27, "shared" 36, "busy" 38,
+            "reentry-lost" 16, "wrong-kind" 21, "new" 27, "shared" 40, "busy" 42,
         ],
         Script::ReadRelease => table![
             "replay" 21, "undo-nothing" 29, "retry-gone" 37, "not-held" 39,
-            "writer-holds" 98, "others-remain" 98, "others-remain-sooner" 98,
-            "freed-others-expired" 98, "freed" 98,
+            "writer-holds" 116, "others-remain" 116, "others-remain-sooner" 116,
+            "others-remain-given-a-ttl" 116, "others-remain-for-ever" 116, "freed-others-expired" 116, "freed" 116,
         ],
         Script::WriteAcquire => table![
-            "reentry-lost" 16, "wrong-kind" 21, "new" 26, "reentry" 34, "upgrade" 37,
-            "busy" 39,
+            "reentry-lost" 16, "wrong-kind" 21, "new" 26, "reentry" 36, "upgrade" 39,
+            "busy" 41,
         ],
         Script::WriteRelease => table![
             "replay" 19, "undo-nothing" 27, "retry-gone" 34, "not-held" 36,
@@ -120,6 +120,8 @@ pub fn helper_returns(script: Script) -> &'static [u16] {
         Script::FencedAcquire => &[20, 22],
         // `latch_gone`'s.
         Script::FairRelease => &[61],
+        // `sooner`'s.
+        Script::ReadRelease => &[45, 47],
         // `type_of`'s.
         Script::Inspect => &[9],
         _ => &[],

@@ -84,7 +84,8 @@ pub(crate) fn acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
     }
     if x.ks.hexists(lock, field)? {
         let holds = x.ks.hincrby(lock, field, 1)?;
-        if x.ks.pttl(lock) < lease {
+        let ttl = x.ks.pttl(lock);
+        if ttl != -1 && ttl < lease {
             x.ks.pexpire(lock, lease);
         }
         return Ok((pair(1, holds), "reentry"));

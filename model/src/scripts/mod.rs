@@ -163,17 +163,17 @@ macro_rules! scripts {
 
 scripts! {
     /// `acquire.lua`.
-    Acquire => "acquire.lua", "8d64ae9f2094bc450b15307acedc1efe050dd84f";
+    Acquire => "acquire.lua", "ede358a4a5f4b84ec2dae59e157693716ba97001";
     /// `fenced_acquire.lua`.
-    FencedAcquire => "fenced_acquire.lua", "c3aa130d5be563d431064d8cc1920f31c25eb2a5";
+    FencedAcquire => "fenced_acquire.lua", "55c3677c448144388e882860f685abd2d6f91d29";
     /// `release.lua`.
-    Release => "release.lua", "24d2b696de144ff439fabaec04b8108647e86631";
+    Release => "release.lua", "7e213005b97f8d20dc564571616da1bc1099a16e";
     /// `force_release.lua`.
     ForceRelease => "force_release.lua", "9445572d12bb9f6d24a5e4a51a5f3c864d636559";
     /// `renew.lua`.
-    Renew => "renew.lua", "d9157cd38373f1535527a74e540b2e2a24420829";
+    Renew => "renew.lua", "f1410951780235cf4c67d239f6b5c81cd4cf9485";
     /// `fair_acquire.lua`.
-    FairAcquire => "fair_acquire.lua", "4319e99001ea14522129ec5e13745f27aed5b42f";
+    FairAcquire => "fair_acquire.lua", "e308f5f21cbe0fbbd772b407355cbaf69653e2ed";
     /// `fair_release.lua`.
     FairRelease => "fair_release.lua", "55d4eb35f377c0468eda6d5588e76829b131701c";
     /// `fair_give_up.lua`.
@@ -181,11 +181,11 @@ scripts! {
     /// `fair_force_release.lua`.
     FairForceRelease => "fair_force_release.lua", "75ee0762a9e5b509fa6c43110476217c32435ff5";
     /// `read_acquire.lua`.
-    ReadAcquire => "read_acquire.lua", "3f449a24f26f65c20e8fdb0c676f19cbbf7595ea";
+    ReadAcquire => "read_acquire.lua", "66d5fa76c7ab4d5c4a180e1a0131f838467aecab";
     /// `read_release.lua`.
-    ReadRelease => "read_release.lua", "a81b0cb7b4b277c898987b991a288a34c35f3a8b";
+    ReadRelease => "read_release.lua", "03ebfb0382e53a57a04a05b309739e0f5b79bbb2";
     /// `write_acquire.lua`.
-    WriteAcquire => "write_acquire.lua", "cacd8c7adadfe3a70da69a670d215bee86a18f29";
+    WriteAcquire => "write_acquire.lua", "5eee869dfdd3c08d55ea5e8c52fa109a3f58caae";
     /// `write_release.lua`.
     WriteRelease => "write_release.lua", "fc8e5b5ec7b21df55c1daba25ad691d71264b713";
     /// `rw_force_release.lua`.

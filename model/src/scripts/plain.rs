@@ -101,7 +101,8 @@ pub(crate) fn acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
             }
         }
         let holds = x.ks.hincrby(lock, field, 1)?;
-        if x.ks.pttl(lock) < lease {
+        let ttl = x.ks.pttl(lock);
+        if ttl != -1 && ttl < lease {
             x.ks.pexpire(lock, lease);
         }
         if fenced {
@@ -168,7 +169,7 @@ pub(crate) fn release(x: &mut Exec<'_>, call: &Call) -> Exit {
             x.ks.hdel(lock, field)?;
             x.ks.hset(lock, s.field, HashValue::Int(1))?;
             x.ks.pexpire(lock, s.lease);
-            if s.lease < before {
+            if before == -1 || s.lease < before {
                 x.publish(publish, Channel::Lock(name), 0);
             }
             if s.fenced {
@@ -177,6 +178,10 @@ pub(crate) fn release(x: &mut Exec<'_>, call: &Call) -> Exit {
                 return Ok((pair(2, t), "hand-over-fenced"));
             }
             x.ks.set(latch, Str::Int(2), Some(latch_ttl));
+            if before == -1 {
+                // Told apart so that the walks must reach it.
+                return Ok((Reply::Int(2), "hand-over-given-a-ttl"));
+            }
             return Ok((Reply::Int(2), "hand-over"));
         }
     }
@@ -204,24 +209,39 @@ pub(crate) fn renew(x: &mut Exec<'_>, call: &Call) -> Exit {
         unreachable!("not a renewal")
     };
     let mut renewed = Vec::with_capacity(locks.len());
+    let mut id = "renewed";
     for lock in locks {
         let key = Key::Name(lock.name);
-        let Some(count) = count(x.ks.hget(key, lock.field)?) else {
+        let mut count = count(x.ks.hget(key, lock.field)?);
+        let mut holds = Vec::new();
+        if let (Some(n), true) = (count, lock.read) {
+            for k in 1..=n {
+                let hold = Key::ReadHold(lock.name, lock.field, k as u16);
+                if x.ks.exists(hold) {
+                    holds.push(hold);
+                }
+            }
+            if holds.is_empty() {
+                count = None;
+                // Told apart so that the walks must reach it.
+                id = "read-keys-gone";
+            }
+        }
+        if count.is_none() {
             renewed.push(Reply::Int(0));
             continue;
-        };
-        if x.ks.pttl(key) < ttl {
+        }
+        let key_ttl = x.ks.pttl(key);
+        if key_ttl != -1 && key_ttl < ttl {
             x.ks.pexpire(key, ttl);
         }
-        if lock.read {
-            for k in 1..=count {
-                let hold = Key::ReadHold(lock.name, lock.field, k as u16);
-                if x.ks.pttl(hold) < ttl {
-                    x.ks.pexpire(hold, ttl);
-                }
+        for hold in holds {
+            let hold_ttl = x.ks.pttl(hold);
+            if hold_ttl != -1 && hold_ttl < ttl {
+                x.ks.pexpire(hold, ttl);
             }
         }
         renewed.push(Reply::Int(1));
     }
-    Ok((Reply::Array(renewed), "renewed"))
+    Ok((Reply::Array(renewed), id))
 }

@@ -52,10 +52,21 @@ pub(crate) fn read_acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
             Some(lease),
         );
         let ttl = x.ks.pttl(lock);
-        x.ks.pexpire(lock, ttl.max(lease));
+        if ttl != -1 {
+            x.ks.pexpire(lock, ttl.max(lease));
+        }
         return Ok((pair(1, count), "shared"));
     }
     Ok((busy(x.ks.pttl(lock)), "busy"))
+}
+
+/// `read_release.lua`'s `sooner`: whether PTTL `a` ends sooner than PTTL
+/// `b`, where -2 (gone) is soonest and -1 (no expiry) never ends.
+fn sooner(a: i64, b: i64) -> bool {
+    if a == -1 {
+        return false;
+    }
+    b == -1 || a < b
 }
 
 /// `read_release.lua`.
@@ -103,7 +114,7 @@ pub(crate) fn read_release(x: &mut Exec<'_>, call: &Call) -> Exit {
     let (mut shortest, mut shortest_ttl) = (left + 1, x.ks.pttl(last));
     for k in 1..=left {
         let ttl = x.ks.pttl(hold(k));
-        if ttl < shortest_ttl {
+        if sooner(ttl, shortest_ttl) {
             (shortest, shortest_ttl) = (k, ttl);
         }
     }
@@ -111,6 +122,8 @@ pub(crate) fn read_release(x: &mut Exec<'_>, call: &Call) -> Exit {
         let last_ttl = x.ks.pttl(last);
         if last_ttl > 0 {
             x.ks.set(hold(shortest), Str::Int(1), Some(last_ttl));
+        } else if last_ttl == -1 {
+            x.ks.set(hold(shortest), Str::Int(1), None);
         }
     }
     x.ks.del(last);
@@ -122,17 +135,26 @@ pub(crate) fn read_release(x: &mut Exec<'_>, call: &Call) -> Exit {
         for field in x.ks.hkeys(lock)? {
             if let Some(count) = count(x.ks.hget(lock, field)?) {
                 for k in 1..=count {
-                    longest = longest.max(x.ks.pttl(Key::ReadHold(name, field, k as u16)));
+                    let ttl = x.ks.pttl(Key::ReadHold(name, field, k as u16));
+                    if sooner(longest, ttl) {
+                        longest = ttl;
+                    }
                 }
             }
         }
-        if longest > 0 {
+        if longest == -1 {
+            x.ks.persist(lock);
+            (reply, id) = (0, "others-remain-for-ever");
+        } else if longest > 0 {
             let before = x.ks.pttl(lock);
             x.ks.pexpire(lock, longest);
             id = "others-remain";
-            if longest < before {
+            if sooner(longest, before) {
                 x.publish(publish, Channel::ReadWrite(name), 0);
-                id = "others-remain-sooner";
+                id = match before {
+                    -1 => "others-remain-given-a-ttl",
+                    _ => "others-remain-sooner",
+                };
             }
             reply = 0;
         } else {
@@ -181,7 +203,8 @@ pub(crate) fn write_acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
     }
     if mode == Some(HashValue::Write) && x.ks.hexists(lock, writer)? {
         let holds = x.ks.hincrby(lock, writer, 1)?;
-        if x.ks.pttl(lock) < lease {
+        let ttl = x.ks.pttl(lock);
+        if ttl != -1 && ttl < lease {
             x.ks.pexpire(lock, lease);
         }
         return Ok((pair(1, holds), "reentry"));

@@ -31,6 +31,9 @@ pub(crate) enum Step {
     Poke(Key, Value),
     /// A user deletes a key.
     Delete(Key),
+    /// A user, or another client, leaves a key without expiry (PTTL -1):
+    /// `PERSIST`.
+    Persist(Key),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -117,6 +120,11 @@ impl Walker {
             return self.poke();
         }
         if roll < 16 {
+            if let Some(step) = self.persist(ks) {
+                return step;
+            }
+        }
+        if roll < 19 {
             let name = self.name();
             return Step::Call(if self.rng.chance(50) {
                 Call::Inspect { name }
@@ -124,7 +132,7 @@ impl Walker {
                 Call::InspectCounter { name }
             });
         }
-        if roll < 30 && !self.recent.is_empty() {
+        if roll < 33 && !self.recent.is_empty() {
             return Step::Call(self.resend());
         }
         let theme = if self.rng.chance(8) {
@@ -222,6 +230,34 @@ impl Walker {
             _ => {}
         }
         call
+    }
+
+    /// A lock's key, or a read hold's, that has a TTL, left without one:
+    /// read holds half the time (when there are any).
+    fn persist(&mut self, ks: &Keyspace) -> Option<Step> {
+        let holds = self.rng.chance(50);
+        let lasting = |holds: bool| -> Vec<Key> {
+            ks.keys
+                .iter()
+                .filter(|(_, entry)| entry.expires_at.is_some())
+                .map(|(key, _)| *key)
+                .filter(|key| match key {
+                    Key::ReadHold(..) => holds,
+                    Key::Name(_) => !holds,
+                    _ => false,
+                })
+                .collect()
+        };
+        let mut keys = lasting(holds);
+        if keys.is_empty() {
+            keys = lasting(!holds);
+        }
+        if keys.is_empty() {
+            return None;
+        }
+        Some(Step::Persist(
+            keys[self.rng.below(keys.len() as u64) as usize],
+        ))
     }
 
     fn poke(&mut self) -> Step {

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::{build_set, release_matcher, Actor};
-use crate::config::LATCH_TTL;
+use crate::config::{LATCH_TTL, PARTITIONED_LEASE_MS};
 use crate::fault_proxy::{Action, FaultProxy, Rule};
 use crate::history::Event;
 use crate::targets::{Kind, Method, Target};
@@ -26,7 +26,7 @@ pub(crate) const PARTITIONED: &str = "and partitioned its client";
 
 /// The lease of both guards: longer than the whole case, so nothing but
 /// a release can free the lock while `a` stands.
-const LEASE: Duration = Duration::from_secs(15);
+const LEASE: Duration = Duration::from_millis(PARTITIONED_LEASE_MS);
 /// How long each acquire may wait: other actors use the same names.
 const WAIT: Duration = Duration::from_millis(500);
 /// How long `a` stands after the partition healed, and the other client
