@@ -121,12 +121,27 @@ fn an_owners_reentrant_pair_is_four_scripts_for_every_kind() {
     let owner = Owner::new();
     let rw = client.read_write_lock("o:rw");
     let kinds = [
-        ("plain", reentrant_pair(&server, &client.lock("o:plain").for_owner(owner))),
-        ("fair", reentrant_pair(&server, &client.fair_lock("o:fair").for_owner(owner))),
-        ("fenced", reentrant_pair(&server, &client.fenced_lock("o:fenced").for_owner(owner))),
-        ("spin", reentrant_pair(&server, &client.spin_lock("o:spin").for_owner(owner))),
+        (
+            "plain",
+            reentrant_pair(&server, &client.lock("o:plain").for_owner(owner)),
+        ),
+        (
+            "fair",
+            reentrant_pair(&server, &client.fair_lock("o:fair").for_owner(owner)),
+        ),
+        (
+            "fenced",
+            reentrant_pair(&server, &client.fenced_lock("o:fenced").for_owner(owner)),
+        ),
+        (
+            "spin",
+            reentrant_pair(&server, &client.spin_lock("o:spin").for_owner(owner)),
+        ),
         ("read", reentrant_pair(&server, &rw.read().for_owner(owner))),
-        ("write", reentrant_pair(&server, &rw.write().for_owner(owner))),
+        (
+            "write",
+            reentrant_pair(&server, &rw.write().for_owner(owner)),
+        ),
     ];
     for (kind, scripts) in kinds {
         assert_eq!(scripts, 4, "{kind}");
@@ -138,7 +153,9 @@ fn an_owners_reentrant_pair_is_four_scripts_for_every_kind() {
     let outer = lock.lock().unwrap();
     let inner = {
         let lock = lock.clone();
-        std::thread::spawn(move || lock.lock().unwrap()).join().unwrap()
+        std::thread::spawn(move || lock.lock().unwrap())
+            .join()
+            .unwrap()
     };
     std::thread::spawn(move || {
         drop(inner);
