@@ -52,8 +52,12 @@ impl Owner {
     }
 
     /// Its id: the number after the client's id in its holder field, at or
-    /// above 2^62 and below 2^63 (a positive Java `long`: Redisson's
-    /// `isHeldByThread(id)` recognizes it).
+    /// above 2^62 and below 2^63 (a positive Java `long`, as Redisson's
+    /// `threadId` is). A Redisson client's `isHeldByThread(id)` answers
+    /// false for it: it looks for `<its own client id>:<id>`, a holder of
+    /// that Java client; [`Lock::is_held_by`](crate::Lock::is_held_by)
+    /// with the whole [`holder_id`](crate::Lock::holder_id) names the
+    /// owner to any client.
     pub fn id(&self) -> u64 {
         self.id
     }

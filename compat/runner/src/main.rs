@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use checks::{Ctx, Report};
 use inspect::Inspector;
 use java::{JavaDriver, Target};
-use rust_side::RustSide;
+use rust_side::{LostLog, RustSide};
 use servers::{Cluster, Server, SENTINEL_MASTER};
 
 /// Both sides' lock watchdog timeout: short, so the watchdog checks take
@@ -143,8 +143,8 @@ fn log_path(name: &str) -> PathBuf {
 }
 
 /// The two sides on one master at `url`: redhold's client from `builder`
-/// (its counters and the inspector on `url`) and the Java driver on
-/// `target`.
+/// (recording the holds it finds lost, for checks::owner; its counters and
+/// the inspector on `url`) and the Java driver on `target`.
 fn sides(
     args: &Args,
     builder: redhold::ClientBuilder,
@@ -152,12 +152,14 @@ fn sides(
     target: Target<'_>,
     topo: &str,
 ) -> Result<(JavaDriver, RustSide, Inspector), String> {
-    let client = builder
+    let lost = LostLog::default();
+    let client = lost
+        .record(builder)
         .watchdog_timeout(WATCHDOG)
         .build()
         .map_err(|e| e.to_string())?;
     let counters = redis::Client::open(url).map_err(|e| e.to_string())?;
-    let rust = RustSide::new(client, Some(counters));
+    let rust = RustSide::new(client, Some(counters), lost);
     let redis = Inspector::single(url)?;
     let java = JavaDriver::start(&args.jar, target, WATCHDOG, log_path(topo))?;
     Ok((java, rust, redis))
@@ -218,6 +220,7 @@ fn sentinel(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::exclusion::run(&ctx, report);
     checks::wake::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
+    checks::owner::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
     checks::expirable::run(&ctx, report);
     finish(&java, &rust, report, failed_before);
@@ -247,6 +250,7 @@ fn single(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::read_write::run(&ctx, report);
     checks::fenced::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
+    checks::owner::run(&ctx, report);
     checks::differences::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
     checks::expirable::run(&ctx, report);
@@ -303,19 +307,19 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
             .watchdog_timeout(WATCHDOG)
             .sharded_pubsub(sharded)
             .hear_classic_releases(hear_classic)
-            .build()
-            .map_err(|e| e.to_string())
     };
-    let client = builder(sharded, false)?;
+    let build = |builder: redhold::ClientBuilder| builder.build().map_err(|e| e.to_string());
+    let lost = LostLog::default();
+    let client = build(lost.record(builder(sharded, false)))?;
     // A second redhold client listening the other way: it must still wake
     // Redisson's waiters, and hear a classic Redisson's releases through
     // hear_classic_releases (checks::wake::run_other_way; the setting
     // changes nothing for a client that listens classically).
-    let other_way = builder(!sharded, true)?;
+    let other_way = build(builder(!sharded, true))?;
     // The hammer's counters all carry one hash tag: one node holds them.
     let counters_url = &urls[redis.node_for(checks::COUNTERS_TAG)?];
     let counters = redis::Client::open(counters_url.as_str()).map_err(|e| e.to_string())?;
-    let rust = RustSide::new(client, Some(counters));
+    let rust = RustSide::new(client, Some(counters), lost);
     println!(
         "# cluster of {} masters on ports {}; Redisson client {}; redhold client {}",
         redis.node_count(),
@@ -333,7 +337,9 @@ fn cluster(args: &Args, report: &mut Report) -> Result<(), String> {
     checks::wake::run_each_master(&ctx, report);
     checks::wake::run(&ctx, report);
     checks::wake::run_force(&ctx, report);
-    checks::wake::run_other_way(&ctx, &RustSide::new(other_way, None), report);
+    let other_way = RustSide::new(other_way, None, LostLog::default());
+    checks::wake::run_other_way(&ctx, &other_way, report);
+    checks::owner::run(&ctx, report);
     checks::liveness::run(&ctx, report);
     checks::synchronizers::run(&ctx, report);
     checks::expirable::run(&ctx, report);

@@ -3,15 +3,43 @@
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, Sender};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::{Client, Fair, Fenced, LockGuard, MultiLock, MultiLockGuard, Read, Write};
+use redhold::{
+    Client, ClientBuilder, Fair, Fenced, LockGuard, LostHold, MultiLock, MultiLockGuard, Read,
+    Write,
+};
 
 use crate::side::{now_us, Kind, Op, Outcome, Pending, Reply, Side};
 
 type Job = (Op, Sender<Outcome>);
+
+/// Every hold a redhold client reported lost through its `on_hold_lost`
+/// callback, in order (checks::owner looks for its own locks' entries).
+#[derive(Clone, Default)]
+pub struct LostLog(Arc<Mutex<Vec<LostHold>>>);
+
+impl LostLog {
+    /// `builder` with an `on_hold_lost` callback that records into this log.
+    pub fn record(&self, builder: ClientBuilder) -> ClientBuilder {
+        let log = Arc::clone(&self.0);
+        builder.on_hold_lost(move |hold| {
+            if let Ok(mut log) = log.lock() {
+                log.push(hold.clone());
+            }
+        })
+    }
+
+    /// The losses reported so far for the lock `name`.
+    pub fn of(&self, name: &str) -> Vec<LostHold> {
+        self.0
+            .lock()
+            .map(|log| log.iter().filter(|h| h.lock == name).cloned().collect())
+            .unwrap_or_default()
+    }
+}
 
 /// redhold, one client, any number of slot threads.
 pub struct RustSide {
@@ -19,20 +47,29 @@ pub struct RustSide {
     /// The server holding the hammer counters: on a cluster, the node that
     /// serves [`COUNTERS_TAG`](crate::checks::COUNTERS_TAG).
     counters: Option<redis::Client>,
+    /// What the client's `on_hold_lost` callback was told (empty unless the
+    /// client was built with [`LostLog::record`]).
+    lost: LostLog,
     slots: Mutex<HashMap<String, Sender<Job>>>,
 }
 
 impl RustSide {
-    pub fn new(client: Client, counters: Option<redis::Client>) -> RustSide {
+    pub fn new(client: Client, counters: Option<redis::Client>, lost: LostLog) -> RustSide {
         RustSide {
             client,
             counters,
+            lost,
             slots: Mutex::default(),
         }
     }
 
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The holds the client reported lost.
+    pub fn lost(&self) -> &LostLog {
+        &self.lost
     }
 
     fn slot(&self, name: &str) -> Result<Sender<Job>, String> {
@@ -241,6 +278,10 @@ impl Worker {
                 locked.map(|b| b.to_string()).map_err(err)
             }
             Op::Token { .. } => Err("redhold has no getToken(): guards carry their token".into()),
+            Op::Field => Ok(self.client.lock("-").holder_id()),
+            Op::HeldByThread { .. } => {
+                Err("redhold asks is_held_by(holder id), with the whole field".into())
+            }
             Op::Section {
                 kind,
                 name,

@@ -62,6 +62,15 @@ pub enum Op {
     IsLocked { kind: Kind, name: String },
     /// The fenced lock's current token (Java side only).
     Token { name: String },
+    /// This slot thread's holder field, `<client-id>:<thread-id>`.
+    Field,
+    /// Redisson's `isHeldByThread(thread)`: whether the field
+    /// `<this client's id>:<thread>` holds the lock (Java side only).
+    HeldByThread {
+        kind: Kind,
+        name: String,
+        thread: u64,
+    },
     /// Lock, RPUSH `label` to `list`, sleep `hold` ms, unlock.
     Section {
         kind: Kind,
@@ -128,6 +137,13 @@ impl Op {
                 vec!["is-locked".into(), kind.word().into(), name.clone()]
             }
             Op::Token { name } => vec!["token".into(), name.clone()],
+            Op::Field => vec!["field".into()],
+            Op::HeldByThread { kind, name, thread } => vec![
+                "held-by-thread".into(),
+                kind.word().into(),
+                name.clone(),
+                thread.to_string(),
+            ],
             Op::Section {
                 kind,
                 name,

@@ -7,6 +7,7 @@ pub mod fair;
 pub mod fenced;
 pub mod layout;
 pub mod liveness;
+pub mod owner;
 pub mod read_write;
 pub mod status;
 pub mod synchronizers;

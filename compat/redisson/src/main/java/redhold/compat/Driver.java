@@ -60,6 +60,8 @@ import org.redisson.config.Config;
  *   force-unlock KIND NAME                 -> true | false
  *   hold-count KIND NAME                   -> N
  *   is-locked KIND NAME                    -> true | false
+ *   held-by-thread KIND NAME THREAD-ID     -> true | false      (isHeldByThread: the field
+ *                                             redisson-id:THREAD-ID, this client's id)
  *   token NAME                             -> the fenced lock's current token
  *   field                                  -> this slot's holder field, id:thread-id
  *   section KIND NAME LABEL LIST HOLD      -> lock; RPUSH LIST LABEL; sleep HOLD; unlock
@@ -269,6 +271,8 @@ public final class Driver {
                 return String.valueOf(lock.getHoldCount());
             case "is-locked":
                 return String.valueOf(lock.isLocked());
+            case "held-by-thread":
+                return String.valueOf(lock.isHeldByThread(Long.parseLong(c[3])));
             default:
                 throw new IllegalArgumentException("unknown op " + c[0]);
         }
