@@ -201,6 +201,16 @@ pub(crate) fn saturating_millis(value: Duration) -> u64 {
     u64::try_from(value.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The moment `wait` after `from`, for a deadline: a wait too long to
+/// represent (absurd settings such as `Duration::MAX`) is a year, which no
+/// call waits for anyway, never "now".
+pub(crate) fn deadline_after(from: std::time::Instant, wait: Duration) -> std::time::Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    from.checked_add(wait.min(YEAR))
+        .or_else(|| from.checked_add(Duration::from_secs(3600)))
+        .unwrap_or(from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -211,9 +211,7 @@ impl Engine {
     /// The deadline of a step that may wait one response timeout for its
     /// lane (an acquire attempt, a settle).
     fn step_deadline(&self) -> Instant {
-        let now = Instant::now();
-        now.checked_add(self.server.config().response_timeout)
-            .unwrap_or(now)
+        crate::config::deadline_after(Instant::now(), self.server.config().response_timeout)
     }
 
     /// Counts a call that may take something in Redis as the client shuts

@@ -71,11 +71,13 @@ impl Engine {
         };
         let started = Instant::now();
         let config = self.server.config();
-        let deadline = match mode {
-            Mode::Drop => started.checked_add(config.response_timeout),
-            Mode::Wait | Mode::Unlock => started.checked_add(retry_bound(config)),
-        }
-        .unwrap_or(started);
+        let deadline = crate::config::deadline_after(
+            started,
+            match mode {
+                Mode::Drop => config.response_timeout,
+                Mode::Wait | Mode::Unlock => retry_bound(config),
+            },
+        );
         let field = &hold.record.field;
         let request_id = self.next_request_id();
         let pending = |attempts_made: u32, first_sent: Option<Instant>| {

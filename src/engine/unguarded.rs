@@ -42,9 +42,10 @@ impl Engine {
             // give that back. A retry that finds it gone proves nothing
             // was ours.
             None => {
-                let deadline = Instant::now()
-                    .checked_add(retry_bound(self.server.config()))
-                    .unwrap_or_else(Instant::now);
+                let deadline = crate::config::deadline_after(
+                    Instant::now(),
+                    retry_bound(self.server.config()),
+                );
                 let turn = self.lanes.enter(lock.name, &field, None, deadline)?;
                 match self.release_script(&turn, lock, &field, Some(deadline))? {
                     Some(GONE_ON_RETRY) | None => Err(not_held(lock.name)),

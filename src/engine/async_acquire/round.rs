@@ -180,9 +180,7 @@ impl<K: KindOps> AsyncAcquire<K> {
     /// Sleeps `pause` without a line to wait in (a spin lock's backoff, a
     /// courtesy slice): the timer ends it.
     fn sleep(self: &Arc<Self>, driving: &mut Driving, pause: Duration) {
-        let until = Instant::now()
-            .checked_add(pause)
-            .unwrap_or_else(Instant::now);
+        let until = crate::config::deadline_after(Instant::now(), pause);
         let timer = self.timer(until);
         driving.phase = Phase::Sleeping { until, timer };
     }

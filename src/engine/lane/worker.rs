@@ -96,8 +96,7 @@ impl Shared {
 
 /// One response timeout from now, cut to the shutdown deadline.
 fn attempt_deadline(response_timeout: Duration, stop_at: Option<Instant>) -> Instant {
-    let now = Instant::now();
-    let one = now.checked_add(response_timeout).unwrap_or(now);
+    let one = crate::config::deadline_after(Instant::now(), response_timeout);
     stop_at.map_or(one, |stop| one.min(stop))
 }
 
