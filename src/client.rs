@@ -1,7 +1,10 @@
 //! The client: connections, pub/sub and watchdog shared by every lock.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use uuid::Uuid;
@@ -16,6 +19,7 @@ use crate::pubsub::PubSub;
 use crate::renewals::RenewalMap;
 use crate::server::Server;
 use crate::stats::{Counters, Stats};
+use crate::tasks::offloaded::Offloaded;
 use crate::watchdog::{Renewer, Watchdog};
 
 /// A connection manager for Redis locks, shared by the whole program.
@@ -214,6 +218,22 @@ impl Client {
         Ok(())
     }
 
+    /// [`shutdown`](Self::shutdown) for async callers: it runs on a thread
+    /// of its own, so that the executor's thread never waits for it, and
+    /// the future reports how it went. Async calls under way end with
+    /// [`Error::Shutdown`](crate::Error::Shutdown) (what they took given
+    /// back first), as threads' calls do.
+    ///
+    /// # Errors
+    ///
+    /// As [`shutdown`](Self::shutdown).
+    pub fn shutdown_async(&self) -> ShutdownFuture {
+        let client = self.clone();
+        ShutdownFuture {
+            call: Offloaded::on_thread("redhold-shutdown", move || client.shutdown()),
+        }
+    }
+
     /// Whether [`shutdown`](Self::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
         self.inner.engine.server().is_closed()
@@ -255,5 +275,21 @@ impl fmt::Debug for Client {
             .field("held_with_watchdog", &self.inner.engine.renewals().len())
             .field("shut_down", &self.is_shut_down())
             .finish()
+    }
+}
+
+/// The future of [`Client::shutdown_async`]: the shutdown runs on a thread
+/// of its own; dropping the future does not stop it.
+#[must_use = "futures do nothing unless `.await`ed or polled"]
+#[derive(Debug)]
+pub struct ShutdownFuture {
+    call: Offloaded<()>,
+}
+
+impl Future for ShutdownFuture {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        Pin::new(&mut self.call).poll(cx)
     }
 }

@@ -216,9 +216,13 @@ impl Engine {
 
     /// Counts a call that may take something in Redis as the client shuts
     /// down, so that shutdown waits for it to give that back (see
-    /// [`shutdown`](Self::shutdown)).
-    pub(crate) fn enter_call(&self) -> crate::waiting::WaitingCall<'_> {
-        self.waiting.enter()
+    /// [`shutdown`](Self::shutdown)), until the returned value drops; it
+    /// may move between threads (an async call's steps).
+    pub(crate) fn count_call(self: &Arc<Self>) -> CountedCall {
+        self.waiting.count_in();
+        CountedCall {
+            engine: Arc::clone(self),
+        }
     }
 
     /// Takes the lock, waiting at most `wait` (forever when `None`), with
@@ -255,6 +259,18 @@ impl Engine {
             })
         };
         call.finish(outcome, waits)
+    }
+}
+
+/// A call counted for shutdown until dropped: see [`Engine::count_call`].
+#[derive(Debug)]
+pub(crate) struct CountedCall {
+    engine: Arc<Engine>,
+}
+
+impl Drop for CountedCall {
+    fn drop(&mut self) {
+        self.engine.waiting.count_out();
     }
 }
 

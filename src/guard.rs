@@ -103,6 +103,11 @@ impl<K: LockKind, H: Holding> LockGuard<K, H> {
         self.held.leak();
     }
 
+    /// The hold inside, for the guards that carry guards of any kind.
+    pub(crate) fn into_held(self) -> Held<K, H> {
+        self.held
+    }
+
     /// The hold this guard stands for.
     pub(crate) fn hold(&self) -> &Hold {
         self.held.hold()

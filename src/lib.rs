@@ -192,6 +192,7 @@ mod owner;
 mod pubsub;
 mod read_write;
 mod red_lock;
+mod red_lock_async;
 mod red_lock_guard;
 mod redact;
 mod renewals;
@@ -205,7 +206,7 @@ mod waiting;
 mod watchdog;
 
 pub use builder::ClientBuilder;
-pub use client::Client;
+pub use client::{Client, ShutdownFuture};
 pub use error::{Error, LossCause, Result};
 pub use global::global;
 pub use guard::{LockGuard, OwnerGuard};
@@ -218,10 +219,13 @@ pub use lock::{
     UnlockFuture, WriteLock,
 };
 pub use lost_callbacks::LostHold;
-pub use multi_lock::{MemberGuard, MultiLock, MultiLockGuard, MultiMember};
+pub use multi_lock::{
+    MemberGuard, MultiLock, MultiLockFuture, MultiLockGuard, MultiMember, TryMultiLockFuture,
+};
 pub use owner::Owner;
 pub use read_write::ReadWriteLock;
 pub use red_lock::RedLock;
+pub use red_lock_async::{RedLockFuture, TryRedLockFuture};
 pub use red_lock_guard::RedLockGuard;
 /// The `redis` crate this one is built on, at the version and with the
 /// features it uses: [`Error::Redis`] and the other variants' `source` are
@@ -231,5 +235,5 @@ pub use red_lock_guard::RedLockGuard;
 pub use redis;
 pub use stats::Stats;
 pub use synchronizer::{
-    CountDownLatch, ExpirablePermit, Permit, PermitExpirableSemaphore, Semaphore,
+    CountDownLatch, ExpirablePermit, Permit, PermitExpirableSemaphore, Semaphore, WaitFuture,
 };

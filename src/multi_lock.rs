@@ -1,6 +1,7 @@
 //! All-or-nothing locking of several locks of any kinds, on one or many
 //! clients.
 
+mod futures;
 mod member;
 
 use std::fmt;
@@ -14,6 +15,7 @@ use crate::kind::LockKind;
 use crate::lock::Lock;
 use crate::owner::Owner;
 
+pub use futures::{MultiLockFuture, TryMultiLockFuture};
 pub use member::{MemberGuard, MultiMember};
 
 /// Several locks taken together: all of them or none (Redisson's

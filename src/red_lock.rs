@@ -16,7 +16,7 @@ use crate::red_lock_guard::{release_unsure, RedLockGuard};
 
 /// Longest pause between two rounds; each pause is random below it, so that
 /// competing clients do not keep splitting the servers between them.
-const MAX_RETRY_PAUSE: Duration = Duration::from_millis(50);
+pub(crate) const MAX_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// The RedLock algorithm over N independent servers: the lock is held when
 /// a majority (N/2 + 1) of its per-server [`Lock`]s were taken within the
@@ -67,17 +67,31 @@ const MAX_RETRY_PAUSE: Duration = Duration::from_millis(50);
 #[derive(Clone)]
 pub struct RedLock<H: Holding = ThisThread> {
     locks: Vec<Lock<Reentrant, H>>,
+    holder: H,
 }
 
 impl RedLock {
     /// A RedLock over `locks`, one per independent server. An empty list is
     /// reported by the first call that locks ([`Error::InvalidArgument`]).
     pub fn new(locks: Vec<Lock>) -> Self {
-        RedLock { locks }
+        RedLock {
+            locks,
+            holder: ThisThread,
+        }
     }
 }
 
 impl<H: Holding> RedLock<H> {
+    /// Its per-server locks.
+    pub(crate) fn locks(&self) -> &[Lock<Reentrant, H>] {
+        &self.locks
+    }
+
+    /// Who its holds are for.
+    pub(crate) fn holder(&self) -> H {
+        self.holder
+    }
+
     /// The same RedLock, taken and released for `owner` instead of the
     /// calling thread (see [`Lock::for_owner`]).
     pub fn for_owner(&self, owner: Owner) -> RedLock<Owner> {
@@ -87,6 +101,7 @@ impl<H: Holding> RedLock<H> {
                 .iter()
                 .map(|lock| lock.for_owner(owner))
                 .collect(),
+            holder: owner,
         }
     }
 
@@ -207,6 +222,7 @@ impl<H: Holding> RedLock<H> {
                     lease,
                     started,
                     drift,
+                    queued_drop: false,
                 };
                 let spent = started.elapsed();
                 if ttl > spent + drift {
@@ -292,7 +308,7 @@ impl<H: Holding> RedLock<H> {
 type Taken<H> = (Vec<LockGuard<Reentrant, H>>, Vec<Lock<Reentrant, H>>);
 
 /// A random duration in `[0, max)`, from the OS's random source.
-fn random_below(max: Duration) -> Duration {
+pub(crate) fn random_below(max: Duration) -> Duration {
     let (random, _) = uuid::Uuid::new_v4().as_u64_pair();
     let nanos = u64::try_from(max.as_nanos().max(1)).unwrap_or(u64::MAX);
     Duration::from_nanos(random % nanos)

@@ -29,6 +29,9 @@ pub struct RedLockGuard<H: Holding = ThisThread> {
     pub(crate) started: Instant,
     /// The clock drift allowance, subtracted from every expiry.
     pub(crate) drift: Duration,
+    /// Taken by an async call: its drop queues the releases on the
+    /// client's threads instead of waiting for them.
+    pub(crate) queued_drop: bool,
 }
 
 /// Releases the locks of servers whose acquire reply was lost. A server
@@ -117,10 +120,59 @@ impl<H: Holding> RedLockGuard<H> {
         release_unsure(mem::take(&mut self.unsure));
         released
     }
+
+    /// The drop of an async call's guard: each server's guard queues its
+    /// own release, and the servers whose reply was lost are released on
+    /// the client's threads.
+    fn release_queued(&mut self) {
+        drop(mem::take(&mut self.guards));
+        let unsure = mem::take(&mut self.unsure);
+        let Some(first) = unsure.first() else {
+            return;
+        };
+        let engine = std::sync::Arc::clone(first.client().engine());
+        if let Err(e) = engine
+            .tasks()
+            .spawn(Box::new(move || release_unsure(unsure)))
+        {
+            log::debug!(
+                "redhold RedLock: servers that did not answer the acquire are left to their \
+                 lease ({})",
+                e.report()
+            );
+        }
+    }
+}
+
+impl RedLockGuard<crate::owner::Owner> {
+    /// Releases the lock on every server that granted it (and those whose
+    /// reply was lost) on the client's threads, and reports the first
+    /// error: the async form of [`unlock`](Self::unlock).
+    ///
+    /// # Errors
+    ///
+    /// As [`unlock`](Self::unlock).
+    pub fn unlock_async(self) -> crate::lock::UnlockFuture {
+        let engine = self
+            .guards
+            .first()
+            .map(|guard| std::sync::Arc::clone(guard.lock().client().engine()));
+        match engine {
+            Some(engine) => crate::lock::UnlockFuture::new(
+                crate::tasks::offloaded::Offloaded::spawn(engine.tasks(), move || self.unlock()),
+            ),
+            None => {
+                crate::lock::UnlockFuture::new(crate::tasks::offloaded::Offloaded::done(Ok(())))
+            }
+        }
+    }
 }
 
 impl<H: Holding> Drop for RedLockGuard<H> {
     fn drop(&mut self) {
+        if self.queued_drop {
+            return self.release_queued();
+        }
         if let Err(e) = self.release() {
             log::warn!(
                 "redhold: releasing a RedLock on guard drop failed: {}",

@@ -9,6 +9,7 @@
 pub(crate) mod completion;
 pub(crate) mod offloaded;
 pub(crate) mod pool;
+pub(crate) mod sleep;
 pub(crate) mod timers;
 
 use pool::{IoPool, Job};

@@ -113,3 +113,104 @@ fn a_dropped_waiting_future_leaves_nothing_behind() {
         .unwrap()
         .is_some());
 }
+
+#[test]
+fn multi_locks_and_red_locks_have_async_forms() {
+    let servers = [
+        RedisServer::start(),
+        RedisServer::start(),
+        RedisServer::start(),
+    ];
+    let clients: Vec<_> = servers.iter().map(RedisServer::client).collect();
+    let multi = redhold::MultiLock::of([
+        redhold::MultiMember::from(clients[0].lock("async:m1")),
+        clients[0].fair_lock("async:m2").into(),
+    ]);
+    let guard = block_on(multi.lock_async()).unwrap();
+    assert!(
+        block_on(multi.try_lock_async()).unwrap().is_none(),
+        "another owner"
+    );
+    thread::spawn(move || drop(guard)).join().unwrap();
+    let gone = bounded::wait_until(Duration::from_secs(5), || {
+        !servers[0].exists("async:m1") && !servers[0].exists("async:m2")
+    });
+    assert!(gone.is_some(), "the multi-lock's queued releases never ran");
+
+    let red = redhold::RedLock::new(clients.iter().map(|c| c.lock("async:red")).collect());
+    let guard = block_on(red.lock_async()).unwrap();
+    assert_eq!(guard.servers_held(), 3);
+    assert!(block_on(red.try_lock_for_async(Duration::from_millis(100)))
+        .unwrap()
+        .is_none());
+    block_on(guard.unlock_async()).unwrap();
+    assert!(servers.iter().all(|s| !s.exists("async:red")));
+}
+
+#[test]
+fn semaphores_and_latches_have_async_forms() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let semaphore = client.semaphore("async:sem");
+    semaphore.set_permits(1).unwrap();
+    let permit = block_on(semaphore.acquire_async()).unwrap();
+    assert!(block_on(semaphore.try_acquire_async()).unwrap().is_none());
+    let waiter = {
+        let semaphore = semaphore.clone();
+        thread::spawn(move || block_on(semaphore.try_acquire_for_async(Duration::from_secs(5))))
+    };
+    thread::sleep(Duration::from_millis(200));
+    drop(permit);
+    let second = waiter
+        .join()
+        .unwrap()
+        .unwrap()
+        .expect("the released permit");
+    drop(second);
+    let back = bounded::wait_until(Duration::from_secs(5), || {
+        semaphore.available_permits().unwrap() == 1
+    });
+    assert!(back.is_some(), "the queued give-back never ran");
+
+    let expirable = client.permit_expirable_semaphore("async:exp");
+    assert!(expirable.try_set_permits(1).unwrap());
+    let permit = block_on(expirable.acquire_async(Duration::from_secs(30))).unwrap();
+    assert!(
+        block_on(expirable.try_acquire_async(Duration::from_secs(30)))
+            .unwrap()
+            .is_none()
+    );
+    drop(permit);
+
+    let latch = client.count_down_latch("async:latch");
+    assert!(latch.try_set_count(1).unwrap());
+    assert!(!block_on(latch.wait_for_async(Duration::from_millis(100))).unwrap());
+    let waiter = {
+        let latch = latch.clone();
+        thread::spawn(move || block_on(latch.wait_async()))
+    };
+    thread::sleep(Duration::from_millis(100));
+    latch.count_down().unwrap();
+    assert!(waiter.join().unwrap().unwrap());
+}
+
+#[test]
+fn an_async_shutdown_ends_a_parked_task_with_shutdown() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let _held = server.client().lock("async:down").lock().unwrap();
+    let waiter = {
+        let lock = client.lock("async:down");
+        thread::spawn(move || block_on(lock.lock_async()))
+    };
+    let parked = bounded::wait_until(Duration::from_secs(5), || {
+        client.stats().parked_waiters == 1
+    });
+    assert!(parked.is_some());
+    block_on(client.shutdown_async()).unwrap();
+    assert!(matches!(
+        waiter.join().unwrap(),
+        Err(redhold::Error::Shutdown)
+    ));
+    assert_eq!(client.stats().async_threads, 0, "the async threads ended");
+}

@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 
 use super::finish::Acquired;
 use super::outage::Outage;
-use super::{CallState, Engine, LockRef, Mode};
+use super::{CallState, CountedCall, Engine, LockRef, Mode};
 use crate::holding::Holder;
 use crate::kind::sealed::KindOps;
 use crate::pubsub::{Offer, Subscription, Waiter};
@@ -66,6 +66,7 @@ impl<K: KindOps> std::fmt::Debug for AsyncAcquire<K> {
 /// What the call keeps between its steps: a thread's locals in `wait.rs`.
 struct Driving {
     call: CallState,
+    counted: Option<CountedCall>,
     phase: Phase,
     /// When the wait ends (`None`: never).
     deadline: Option<Instant>,
@@ -121,9 +122,6 @@ impl Engine {
             holder,
             lease,
         )?;
-        // Counted until it ends, so that shutdown waits for it to leave its
-        // queue and give back what it took (see `Engine::shutdown`).
-        self.waiting.count_in();
         let driver = Arc::new(AsyncAcquire {
             engine: Arc::clone(self),
             name,
@@ -132,6 +130,9 @@ impl Engine {
             queued: AtomicBool::new(false),
             state: Mutex::new(Driving {
                 call,
+                // Counted until it ends, so that shutdown waits for it to
+                // leave its queue and give back what it took.
+                counted: Some(self.count_call()),
                 phase: Phase::Start,
                 // A wait too long to represent is no wait limit at all.
                 deadline: wait.and_then(|w| Instant::now().checked_add(w)),

@@ -158,6 +158,17 @@ impl<K: LockKind> Future for TryLockFuture<K> {
 }
 
 impl<K: LockKind, H: Holding> Lock<K, H> {
+    /// An async acquire waiting at most `wait` (forever when `None`).
+    pub(crate) fn acquire_async(
+        &self,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+    ) -> TryLockFuture<K> {
+        TryLockFuture {
+            acquiring: Acquiring::start(self, lease, wait),
+        }
+    }
+
     /// Takes the lock, however long that takes, without blocking the
     /// calling task's executor: the async form of [`lock`](Self::lock).
     /// Renewed by the watchdog until the guard drops.

@@ -4,6 +4,8 @@
 //! (Redisson's `RedissonMultiLock` takes any `RLock` too).
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +15,10 @@ use crate::holding::{Holder, Holding, ThisThread};
 use crate::interrupt::Interrupt;
 use crate::kind::LockKind;
 use crate::lock::Lock;
+use crate::owner::Owner;
+
+/// An async acquire of one member, whatever its kind.
+pub(super) type HeldFuture = Pin<Box<dyn Future<Output = Result<Option<Box<dyn AnyHeld>>>> + Send>>;
 
 /// What a multi-lock needs of one lock, whatever its kind.
 trait AnyLock: Send + Sync + fmt::Debug {
@@ -24,6 +30,13 @@ trait AnyLock: Send + Sync + fmt::Debug {
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
     ) -> Result<Option<Box<dyn AnyHeld>>>;
+    /// An async acquire for `owner` (see [`Lock::lock_async`]).
+    fn acquire_async(
+        &self,
+        owner: Owner,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+    ) -> HeldFuture;
     fn force_unlock(&self) -> Result<bool>;
     fn name(&self) -> &str;
     fn kind(&self) -> &'static str;
@@ -46,6 +59,19 @@ impl<K: LockKind> AnyLock for Lock<K> {
                 .for_owner(owner)
                 .acquire_held(lease, wait, interrupt)?
                 .map(boxed),
+        })
+    }
+
+    fn acquire_async(
+        &self,
+        owner: Owner,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+    ) -> HeldFuture {
+        let acquiring = self.for_owner(owner).acquire_async(lease, wait);
+        Box::pin(async move {
+            let guard = acquiring.await?;
+            Ok(guard.map(|guard| Box::new(guard.into_held()) as Box<dyn AnyHeld>))
         })
     }
 
@@ -101,6 +127,21 @@ impl MultiMember {
         Ok(held.map(|guard| MemberGuard {
             guard,
             _holder: H::GuardMarker::default(),
+        }))
+    }
+
+    /// Takes the lock for `owner` without blocking (see
+    /// [`Lock::lock_async`]).
+    pub(super) async fn acquire_async(
+        &self,
+        owner: Owner,
+        lease: Option<Duration>,
+        wait: Option<Duration>,
+    ) -> Result<Option<MemberGuard<Owner>>> {
+        let held = self.lock.acquire_async(owner, lease, wait).await?;
+        Ok(held.map(|guard| MemberGuard {
+            guard,
+            _holder: Default::default(),
         }))
     }
 

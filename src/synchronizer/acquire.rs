@@ -6,13 +6,14 @@ use std::time::Duration;
 use super::end_call;
 use super::permit::Permit;
 use super::semaphore::{Semaphore, SEMAPHORE};
-use super::wait::{Look, WaitOn};
+use super::wait::{Look, WaitCall, WaitOn};
 use super::{check_permits, wrong_kind};
+use crate::engine::CountedCall;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::names;
 use crate::scripts;
-use crate::server::Resends;
+use crate::server::{Request, Resends};
 
 impl Semaphore {
     /// Takes one permit, waiting as long as it takes.
@@ -99,89 +100,147 @@ impl Semaphore {
             .ok_or_else(|| unreachable_none(&self.name))
     }
 
-    /// The acquire calls' one path. All attempts of one call are one
-    /// [`Request`](crate::server::Request): they share one request latch
-    /// and are numbered, so an attempt whose reply was lost is never
-    /// counted twice and one that reaches Redis after a later one takes
-    /// nothing; a call that ends without permits after such an attempt
-    /// closes the latch and gives back what it took, right behind the
-    /// unanswered attempt when its connection is open.
+    /// The acquire calls' one path (see [`Take`]).
     fn take(
         &self,
         permits: u32,
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
     ) -> Result<Option<Permit>> {
-        check_permits(permits)?;
-        self.check_name()?;
-        let engine = self.client.engine();
-        let server = engine.server();
-        server.check_open()?;
+        let call = self.begin_take(permits)?;
         if interrupt.is_some_and(Interrupt::is_triggered) {
             return Err(Error::Interrupted {
                 lock: names::shorten(&self.name),
             });
         }
-        // Shutdown waits for this call to give back what it took as the
-        // client shut down.
-        let _call = engine.enter_call();
-        // One request for the whole call: every attempt is numbered and
-        // shares the latch, which outlives the call's outage ride-through.
-        let mut request =
-            server.request(&self.name, &engine.next_request_id(), Resends::RideThrough);
-        let outcome = WaitOn {
-            engine,
+        WaitOn {
+            engine: self.client.engine(),
             name: &self.name,
             channel: &self.channel,
         }
-        .until(wait, interrupt, || {
-            let taken: Result<i64> = server
-                .run_request(
-                    &self.name,
-                    &mut request,
-                    |conn, latch, latch_ttl, attempt| {
-                        scripts::SEMAPHORE_ACQUIRE
-                            .key(&*self.name)
-                            .key(latch)
-                            .arg(permits)
-                            .arg(latch_ttl)
-                            .arg(attempt)
-                            .invoke(conn)
-                    },
-                    |taken: &i64| *taken == 1,
-                )
-                .map_err(|e| wrong_kind(&self.name, SEMAPHORE, e));
-            match taken? {
-                1 => Ok(Look::Done(())),
-                _ => Ok(Look::Again { within: None }),
-            }
-        });
+        .run(call, wait, interrupt)
+    }
+
+    /// One acquire call of `permits` permits, its arguments checked.
+    pub(super) fn begin_take(&self, permits: u32) -> Result<Take> {
+        check_permits(permits)?;
+        self.check_name()?;
+        let engine = self.client.engine();
+        let server = engine.server();
+        server.check_open()?;
+        Ok(Take {
+            semaphore: self.clone(),
+            permits,
+            // One request for the whole call: every attempt is numbered
+            // and shares the latch, which outlives the call's outage
+            // ride-through.
+            request: server.request(&self.name, &engine.next_request_id(), Resends::RideThrough),
+            // Shutdown waits for this call to give back what it took as
+            // the client shut down.
+            _counted: engine.count_call(),
+            taken_async: false,
+        })
+    }
+}
+
+/// One acquire call of a semaphore. All its attempts are one
+/// [`Request`](crate::server::Request): they share one request latch and
+/// are numbered, so an attempt whose reply was lost is never counted twice
+/// and one that reaches Redis after a later one takes nothing; a call that
+/// ends without permits after such an attempt closes the latch and gives
+/// back what it took, right behind the unanswered attempt when its
+/// connection is open.
+#[derive(Debug)]
+pub(super) struct Take {
+    semaphore: Semaphore,
+    permits: u32,
+    request: Request,
+    _counted: CountedCall,
+    /// The permits go to an async caller: their drop queues the give-back.
+    taken_async: bool,
+}
+
+impl Take {
+    /// The same call for an async caller.
+    pub(super) fn for_async(mut self) -> Take {
+        self.taken_async = true;
+        self
+    }
+}
+
+impl WaitCall for Take {
+    type Found = ();
+    type Output = Permit;
+
+    fn attempt(&mut self) -> Result<Look<()>> {
+        let Take {
+            semaphore,
+            permits,
+            request,
+            ..
+        } = self;
+        let server = semaphore.client.engine().server();
+        let taken: i64 = server
+            .run_request(
+                &semaphore.name,
+                request,
+                |conn, latch, latch_ttl, attempt| {
+                    scripts::SEMAPHORE_ACQUIRE
+                        .key(&*semaphore.name)
+                        .key(latch)
+                        .arg(*permits)
+                        .arg(latch_ttl)
+                        .arg(attempt)
+                        .invoke(conn)
+                },
+                |taken: &i64| *taken == 1,
+            )
+            .map_err(|e| wrong_kind(&semaphore.name, SEMAPHORE, e))?;
+        Ok(match taken {
+            1 => Look::Done(()),
+            _ => Look::Again { within: None },
+        })
+    }
+
+    fn end(mut self, outcome: Result<Option<()>>, abandoned: bool) -> Result<Option<Permit>> {
+        let semaphore = &self.semaphore;
+        let engine = semaphore.client.engine();
+        let server = engine.server();
         match outcome {
-            Ok(Some(())) if server.is_closed() => {
-                // Taken as the client shut down: no permit comes out.
+            Ok(Some(())) if server.is_closed() || abandoned => {
+                // Taken as the client shut down, or for nobody: no permit
+                // comes out.
                 let _back = server.giving_back();
-                if let Err(e) = self.give(permits) {
+                if let Err(e) = semaphore.give(self.permits) {
                     log::warn!(
-                        "redhold: semaphore {:?}: permits taken as the client shut down \
-                         were not given back: {e}",
-                        names::shorten(&self.name)
+                        "redhold: semaphore {:?}: permits taken for nobody (shutdown, or a \
+                         dropped future) were not given back: {e}",
+                        names::shorten(&semaphore.name)
                     );
                 }
-                Err(Error::Shutdown)
+                if abandoned {
+                    Ok(None)
+                } else {
+                    Err(Error::Shutdown)
+                }
             }
-            Ok(Some(())) => Ok(Some(Permit::new(self.clone(), permits))),
+            Ok(Some(())) => Ok(Some(if self.taken_async {
+                Permit::taken_async(semaphore.clone(), self.permits)
+            } else {
+                Permit::new(semaphore.clone(), self.permits)
+            })),
             outcome => {
                 // No permit comes out: close the call in Redis, giving back
                 // what an unanswered request took (or will take, late).
                 let mut undo = scripts::eval(scripts::SEMAPHORE_GIVE_BACK_LUA);
                 undo.arg(3)
-                    .arg(&*self.name)
-                    .arg(&*self.channel)
-                    .arg(request.latch())
-                    .arg(permits)
+                    .arg(&*semaphore.name)
+                    .arg(&*semaphore.channel)
+                    .arg(self.request.latch())
+                    .arg(self.permits)
                     .arg(server.publish_command())
-                    .arg(request.latch_ttl_ms());
-                end_call(engine, &self.name, &mut request, undo);
+                    .arg(self.request.latch_ttl_ms());
+                end_call(engine, &semaphore.name, &mut self.request, undo);
                 outcome.map(|_| None)
             }
         }

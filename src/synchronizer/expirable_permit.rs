@@ -21,6 +21,9 @@ pub struct ExpirablePermit {
     semaphore: PermitExpirableSemaphore,
     id: [u8; 16],
     armed: bool,
+    /// Taken by an async call: the drop queues the give-back on the
+    /// client's threads instead of waiting for it.
+    queued_drop: bool,
 }
 
 impl ExpirablePermit {
@@ -30,7 +33,18 @@ impl ExpirablePermit {
             semaphore,
             id,
             armed: true,
+            queued_drop: false,
         }
+    }
+
+    /// [`new`](Self::new), for an async call: its drop never waits.
+    pub(super) fn taken_async(
+        semaphore: PermitExpirableSemaphore,
+        id: [u8; 16],
+    ) -> ExpirablePermit {
+        let mut permit = ExpirablePermit::new(semaphore, id);
+        permit.queued_drop = true;
+        permit
     }
 
     /// The permit's id, 32 lowercase hex digits, as Redisson's
@@ -83,6 +97,13 @@ impl Drop for ExpirablePermit {
     fn drop(&mut self) {
         if !std::mem::take(&mut self.armed) {
             return;
+        }
+        if self.queued_drop {
+            let permit = ExpirablePermit::new(self.semaphore.clone(), self.id);
+            let engine = self.semaphore.client.engine();
+            if engine.tasks().spawn(Box::new(move || drop(permit))).is_ok() {
+                return;
+            }
         }
         if let Err(e) = self.give_back() {
             log::warn!(

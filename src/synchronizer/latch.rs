@@ -41,9 +41,9 @@ const LATCH: &str = "count-down latch";
 /// semaphore cannot be told from a latch (both are a number).
 #[derive(Clone)]
 pub struct CountDownLatch {
-    client: Client,
-    name: Arc<str>,
-    channel: Arc<str>,
+    pub(super) client: Client,
+    pub(super) name: Arc<str>,
+    pub(super) channel: Arc<str>,
 }
 
 impl Client {
@@ -207,6 +207,12 @@ impl CountDownLatch {
             Ok(Look::from_option((self.count()? == 0).then_some(())))
         })?;
         Ok(opened.is_some())
+    }
+
+    /// Checks that a wait may start: a name a key can have, an open client.
+    pub(super) fn check_wait(&self) -> Result<()> {
+        self.check_name()?;
+        self.client.engine().server().check_open()
     }
 
     /// Refuses a name no key can have.

@@ -20,13 +20,16 @@ mod acquire;
 mod expirable;
 mod expirable_acquire;
 mod expirable_permit;
+mod futures;
 mod latch;
 mod permit;
 mod semaphore;
 mod wait;
+mod wait_async;
 
 pub use expirable::PermitExpirableSemaphore;
 pub use expirable_permit::ExpirablePermit;
+pub use futures::WaitFuture;
 pub use latch::CountDownLatch;
 pub use permit::Permit;
 pub use semaphore::Semaphore;

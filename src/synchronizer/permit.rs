@@ -24,6 +24,9 @@ pub struct Permit {
     permits: u32,
     /// Still to be given back (false once released or forgotten).
     armed: bool,
+    /// Taken by an async call: the drop queues the give-back on the
+    /// client's threads instead of waiting for it.
+    queued_drop: bool,
 }
 
 impl Permit {
@@ -33,7 +36,15 @@ impl Permit {
             semaphore,
             permits,
             armed: true,
+            queued_drop: false,
         }
+    }
+
+    /// [`new`](Self::new), for an async call: its drop never waits.
+    pub(super) fn taken_async(semaphore: Semaphore, permits: u32) -> Permit {
+        let mut permit = Permit::new(semaphore, permits);
+        permit.queued_drop = true;
+        permit
     }
 
     /// How many permits this guard gives back.
@@ -78,6 +89,13 @@ impl Drop for Permit {
     fn drop(&mut self) {
         if !std::mem::take(&mut self.armed) {
             return;
+        }
+        if self.queued_drop {
+            let permit = Permit::new(self.semaphore.clone(), self.permits);
+            let engine = self.semaphore.client.engine();
+            if engine.tasks().spawn(Box::new(move || drop(permit))).is_ok() {
+                return;
+            }
         }
         if let Err(e) = self.give_back() {
             log::warn!(

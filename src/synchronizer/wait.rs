@@ -18,7 +18,7 @@ use crate::pubsub::Wake;
 /// safety net only, for a message lost with a connection (whose
 /// re-subscription wakes every waiter anyway) or published by a client
 /// that does not announce. Never a poll: a woken waiter looks once.
-const RECHECK: Duration = Duration::from_secs(5);
+pub(super) const RECHECK: Duration = Duration::from_secs(5);
 
 /// What one attempt of a waiting call found.
 #[derive(Debug)]
@@ -41,6 +41,29 @@ impl<T> Look<T> {
     }
 }
 
+/// One waiting call of a synchronizer: what each attempt does, and how
+/// the call ends. A thread runs it with [`WaitOn::run`]; an async caller
+/// with `AsyncWait` (`wait_async.rs`), one step at a time on the client's
+/// threads.
+pub(super) trait WaitCall: Send + 'static {
+    /// What an attempt that lets the call go on found.
+    type Found: Send + 'static;
+    /// What the call returns.
+    type Output: Send + 'static;
+
+    /// One attempt.
+    fn attempt(&mut self) -> Result<Look<Self::Found>>;
+
+    /// Ends the call with what the waiting gave (`Ok(None)`: its wait ran
+    /// out). `abandoned`: nobody takes what it returns (an async call's
+    /// future is gone), so what it took is given back.
+    fn end(
+        self,
+        outcome: Result<Option<Self::Found>>,
+        abandoned: bool,
+    ) -> Result<Option<Self::Output>>;
+}
+
 /// What one waiting call waits on: the synchronizer's name and channel.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct WaitOn<'a> {
@@ -50,6 +73,19 @@ pub(super) struct WaitOn<'a> {
 }
 
 impl WaitOn<'_> {
+    /// Runs `call` on this thread: its attempts until one lets it go on,
+    /// `wait` passes or `interrupt` is triggered (see
+    /// [`until`](Self::until)), then its end.
+    pub(super) fn run<C: WaitCall>(
+        self,
+        mut call: C,
+        wait: Option<Duration>,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Option<C::Output>> {
+        let outcome = self.until(wait, interrupt, || call.attempt());
+        call.end(outcome, false)
+    }
+
     /// Repeats `attempt` until it gives a value, `wait` passes (`Ok(None)`;
     /// never when `None`), `interrupt` is triggered
     /// ([`Error::Interrupted`]), or it fails with an error that is not an

@@ -34,6 +34,36 @@ impl<T: Send + 'static> Offloaded<T> {
     }
 }
 
+impl<T: Send + 'static> Offloaded<T> {
+    /// Runs `call` on a thread of its own, named `name` (a call that ends
+    /// the I/O pool itself: the client's shutdown).
+    pub(crate) fn on_thread(name: &str, call: impl FnOnce() -> Result<T> + Send + 'static) -> Self {
+        let done = Arc::new(Completion::default());
+        let slot = Arc::clone(&done);
+        let spawned = std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                let _ = slot.complete(call());
+            });
+        if let Err(source) = spawned {
+            let _ = done.complete(Err(crate::error::Error::Spawn {
+                thread: "redhold-shutdown",
+                source,
+            }));
+        }
+        Offloaded { done }
+    }
+}
+
+impl<T> Offloaded<T> {
+    /// An outcome known at once.
+    pub(crate) fn done(outcome: Result<T>) -> Self {
+        let done = Arc::new(Completion::default());
+        let _ = done.complete(outcome);
+        Offloaded { done }
+    }
+}
+
 impl<T> Future for Offloaded<T> {
     type Output = Result<T>;
 

@@ -211,7 +211,7 @@ impl<K: KindOps> AsyncAcquire<K> {
         let outcome = self.call(&driving.call).finish(outcome, waited);
         driving.phase = Phase::Done;
         driving.subscription = None;
-        self.engine.waiting.count_out();
+        driving.counted = None;
         if let Err(Ok(Some((hold, _)))) = self.done.complete(outcome) {
             if let Err(e) = self.engine.release(self.lock(), &hold, Mode::Drop) {
                 log::warn!(
