@@ -1,4 +1,4 @@
-//! Distributed, reentrant locks held in Redis, for threaded programs.
+//! Distributed, reentrant locks held in Redis, for threaded and async programs.
 //!
 //! redhold keeps each lock in Redis in the same layout as Redisson's `RLock`
 //! (Java), so Rust and Java services can share locks. A lock is a hash whose
@@ -20,7 +20,9 @@
 //!   4.7.0 today; [docs/wire-format.md] has the versions checked and the
 //!   differences found.
 //! - **Rust:** 1.88 or later (the `rust-version` of the manifest). The API
-//!   blocks (no async): a [`Client`] runs a few threads of its own.
+//!   blocks, and every acquire has an async form for any executor (see
+//!   *Use it from async code* below): a [`Client`] runs a few threads of
+//!   its own, and the async calls run their Redis I/O there.
 //!
 //! [docs/server-versions.md]: https://github.com/redhold/redhold/blob/main/docs/server-versions.md
 //! [docs/wire-format.md]: https://github.com/redhold/redhold/blob/main/docs/wire-format.md#checked-against-redisson
@@ -126,6 +128,25 @@
 //!     guard.unlock() // released here, on the worker
 //! });
 //! worker.join().expect("the worker")?;
+//! # Ok(()) }
+//! ```
+//!
+//! **Use it from async code.** [`Lock::lock_async`] and the other `_async`
+//! forms (every lock kind, [`MultiLock`], [`RedLock`], [`Semaphore`],
+//! [`PermitExpirableSemaphore`], [`CountDownLatch`]) return named futures,
+//! `Send + 'static`, that any executor drives, with no runtime dependency:
+//! their Redis I/O runs on the client's own threads
+//! ([`ClientBuilder::async_threads`]), a waiting task is an entry in the
+//! client's waiter registry woken by a release (no thread, no polling),
+//! and dropping a future is cancel-safe at every point. The guard is an
+//! [`OwnerGuard`]: held across `.await`s, moved between tasks; its drop
+//! queues the release and never blocks.
+//!
+//! ```no_run
+//! # async fn handle(client: redhold::Client) -> redhold::Result<()> {
+//! let guard = client.lock("orders:42").lock_async().await?;
+//! // ... awaits of your own, under the lock ...
+//! guard.unlock_async().await?;
 //! # Ok(()) }
 //! ```
 //!
