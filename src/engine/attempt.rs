@@ -214,13 +214,16 @@ impl<K: KindOps> Call<'_, K> {
     /// left to the orphan rules, never a guarded one released). Then other
     /// calls' steps may send on the lane again.
     pub(super) fn undo_late(&self, turn: &Turn<'_>) {
-        let late = self.late.borrow_mut().take();
+        let (late, cut) = {
+            let mut late = self.late.borrow_mut();
+            (late.take(), late.cut_since_answer())
+        };
         if !late.is_empty() {
             let above = turn.with_state(|_, releases| {
                 let here = self.engine.renewals.counted(self.lock.name, &self.field);
                 here.saturating_add(releases)
             });
-            self.undo_behind(turn, late, above);
+            self.undo_behind(turn, late, above, cut);
         }
         turn.late_undone();
     }
@@ -233,11 +236,18 @@ impl<K: KindOps> Call<'_, K> {
     /// attempt, whenever that is. Each waits on the lane until its reply is
     /// read: no later request of the field may run before it, or its count
     /// check could not tell a later hold from the late one.
+    ///
+    /// Attempts cut before their reply since the call's last answer (`cut`:
+    /// they ran or not, and no answer counted them; the call skipped its
+    /// settling look, a late attempt being still on its way) may each hold
+    /// one more: the last late attempt's undo gives back that many more,
+    /// with the same condition, so never one a guard stands for.
     #[cold]
-    fn undo_behind(&self, turn: &Turn<'_>, late: Vec<Conn>, above: u32) {
+    fn undo_behind(&self, turn: &Turn<'_>, late: Vec<Conn>, above: u32, cut: usize) {
         let engine = self.engine;
         let keep_until = Instant::now() + Resends::Retries.latch_ttl(engine.server.config());
-        for conn in late {
+        let last = late.len().saturating_sub(1);
+        for (n, conn) in late.into_iter().enumerate() {
             let recorder = RefCell::new(Recorder::default());
             let at = Target {
                 undo_above: Some(above),
@@ -247,10 +257,13 @@ impl<K: KindOps> Call<'_, K> {
             // Recorded, not sent: the errors say so. A fair lock's late
             // acquire may have queued the thread: it leaves the queue too
             // (the call's own give-up may have come before it).
-            let _ = self
-                .lock
-                .kind
-                .release(at, &self.field, &engine.next_request_id());
+            let releases = if n == last { 1 + cut } else { 1 };
+            for _ in 0..releases {
+                let _ = self
+                    .lock
+                    .kind
+                    .release(at, &self.field, &engine.next_request_id());
+            }
             let _ = self.lock.kind.give_up(at, &self.field);
             let (commands, count) = recorder.into_inner().into_commands();
             match Trailing::follow(conn, &commands, count, keep_until) {

@@ -33,6 +33,10 @@ pub(crate) struct LateRequests {
     /// How many were ever kept: tells a caller whether its last attempt
     /// was.
     kept: usize,
+    /// Attempts since the last one answered whose connection was cut
+    /// before their reply: each may have run, and no later answer has
+    /// counted it (a late attempt's undo gives back one such hold too).
+    cut: usize,
 }
 
 impl std::fmt::Debug for LateRequests {
@@ -62,6 +66,21 @@ impl LateRequests {
     /// business (a latch, a count); their connections close.
     pub(crate) fn clear(&mut self) {
         self.conns.clear();
+    }
+
+    /// An attempt's connection was cut before its reply: it may have run.
+    pub(crate) fn cut(&mut self) {
+        self.cut += 1;
+    }
+
+    /// An attempt was answered: its reply counts what the cut ones took.
+    pub(crate) fn answered(&mut self) {
+        self.cut = 0;
+    }
+
+    /// Attempts cut since the last answer (see the field).
+    pub(crate) fn cut_since_answer(&self) -> usize {
+        self.cut
     }
 
     /// How many late attempts are kept.

@@ -202,27 +202,37 @@ impl Pool {
                 e
             }
         });
-        match &result {
-            Err(e) if is_transient(e) => {
+        match (&result, late) {
+            (Err(e), late) if is_transient(e) => {
                 // The server probably restarted or the network broke: the
                 // other idle connections are likely dead too.
                 self.idle.lock().clear();
-                if let Some(late) = late {
-                    if e.is_timeout() && conn.may_follow() {
-                        // Kept for an undo behind the request.
-                        late.keep(conn);
-                    }
+                match late {
+                    // Kept for an undo behind the request.
+                    Some(late) if e.is_timeout() && conn.may_follow() => late.keep(conn),
+                    // Cut before its reply: it may have run, and only a
+                    // later answer counts what it took.
+                    Some(late) => late.cut(),
+                    None => {}
                 }
             }
             // A reply not read whole (garbled, say) leaves the stream out
             // of step: the connection is closed, never reused.
-            Err(e) if !reply_was_read(e) => {}
+            (Err(e), late) if !reply_was_read(e) => {
+                if let Some(late) = late {
+                    late.cut();
+                }
+            }
             // A connection whose timeouts were cut gets the full ones back
             // before anyone else uses it.
-            _ if left.is_none() || conn.set_timeouts(self.config.response_timeout).is_ok() => {
-                self.checkin(conn, switches)
+            (_, late) => {
+                if let Some(late) = late {
+                    late.answered();
+                }
+                if left.is_none() || conn.set_timeouts(self.config.response_timeout).is_ok() {
+                    self.checkin(conn, switches);
+                }
             }
-            _ => {}
         }
         result
     }
