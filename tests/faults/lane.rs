@@ -1,7 +1,8 @@
 //! Issue 39 ("Safety IV"): six defects of the release worker, the late
 //! acquires' undos and the calls that settle them, each driven through the
 //! public API against a real `redis-server` (mostly behind the fault
-//! proxy). Every test asserts what must hold, read from Redis itself or
+//! proxy), and a seventh that the model checker found in the lane itself
+//! (7., ignored until it is fixed). Every test asserts what must hold, read from Redis itself or
 //! seen by another client, not how the library gets there: an acquire
 //! that waits for a release still on its way, or fails like an outage, is
 //! fine; two holders, a lock left held with no guard, a hang or a spinning
@@ -642,4 +643,128 @@ fn a_drop_that_finds_holds_remaining_returns_within_about_one_response_timeout()
         state(&server, name)
     );
     held.disarm();
+}
+
+// ---- 7. the last guard's release after a release still on its way ----
+
+/// How long the first release request is held back in
+/// [`the_last_guards_release_is_not_told_lost_after_a_release_still_on_its_way`]:
+/// past the response timeout, well within the unlock latch's life.
+const FIRST_RELEASE_HELD: Duration = Duration::from_millis(1900);
+
+/// What one kind did in
+/// [`the_last_guards_release_is_not_told_lost_after_a_release_still_on_its_way`]:
+/// `None` when all was well, else what went wrong.
+fn last_release_after_one_on_its_way<K: redhold::LockKind>(
+    server: &RedisServer,
+    proxy: &FaultProxy,
+    lock: &redhold::Lock<K>,
+    name: &str,
+) -> Option<String> {
+    lock.lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    let outer = lock.lock().expect("the outer hold");
+    let inner = lock.lock().expect("the re-entry");
+    let held = proxy
+        .arming()
+        .arm(held_back(releases_of(name), FIRST_RELEASE_HELD));
+    let dropped_at = Instant::now();
+    drop(inner);
+    if !held.disarm() {
+        return Some("setup: the inner guard's release was not held back".into());
+    }
+    let outer_held = outer.is_held();
+    let before = state(server, name);
+    let unlocked = outer.unlock();
+    // Once the held-back request has run, nothing may be left.
+    sleep_until(dropped_at + FIRST_RELEASE_HELD + Duration::from_millis(500));
+    let free = wait_until(PROMPTLY, || !server.exists(name)).is_some();
+    match (unlocked, free) {
+        (Ok(()), true) => None,
+        (unlocked, free) => Some(format!(
+            "the outer guard's unlock() returned {:?} (is_held() {outer_held} before it; Redis \
+             had {before}); the lock was {} afterwards ({})",
+            unlocked.map_err(|e| e.to_string()),
+            if free { "free" } else { "still held" },
+            state(server, name)
+        )),
+    }
+}
+
+/// A thread holds a lock twice (one generation, watched) and drops the
+/// re-entry's guard while its release request is held back past the
+/// response timeout: the release goes on in the background. Right after
+/// the drop returned, the thread unlocks its outer guard, the
+/// generation's last. That release waits for the dropped one (the lane)
+/// and must then release the one hold it stands for: `unlock()` returns
+/// `Ok`, and the lock is free once the held-back request ran. Nothing
+/// wiped the lock, so `LockLost` would be a false alarm (and, on a drop,
+/// a generation marked lost). For every kind.
+///
+/// Found by the model checker's in-flight cases (`tests/model/actors/
+/// release_in_flight.rs`; first by its stalled drops, seed
+/// 17497405507705635701 at master seed 4242). Fails on the current
+/// engine for the plain, fair, fenced, spin and write locks: the outer
+/// guard's `release()` forgets its hold first, which ends the generation
+/// locally; settling the dropped release inside that step then hears
+/// "holds remain", and `PendingRelease::answered` takes that, with the
+/// generation ended and no hold counted, for a hold no guard stands for
+/// and gives it back (`Purpose::Unguarded`): the outer guard's own hold.
+/// Its release then finds no field (nil) and reports `LockLost`. (Read
+/// locks pass: that branch is for hash locks only.)
+#[test]
+#[ignore = "a defect of the current engine, found by the model checker: the last guard's \
+            release after a release still on its way gives its own hold back twice and \
+            reports LockLost (see the doc comment)"]
+fn the_last_guards_release_is_not_told_lost_after_a_release_still_on_its_way() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    // The model checker's timeouts: one retry, a latch of 2.85 s.
+    let client = client_through(
+        &proxy,
+        Duration::from_millis(600),
+        1,
+        Duration::from_millis(50),
+    );
+    let mut failed = Vec::new();
+    let mut check = |kind: &str, found: Option<String>| {
+        if let Some(found) = found {
+            failed.push(format!("{kind}: {found}"));
+        }
+    };
+    let name = "lane:last-release-plain";
+    check(
+        "plain",
+        last_release_after_one_on_its_way(&server, &proxy, &client.lock(name), name),
+    );
+    let name = "lane:last-release-fair";
+    check(
+        "fair",
+        last_release_after_one_on_its_way(&server, &proxy, &client.fair_lock(name), name),
+    );
+    let name = "lane:last-release-fenced";
+    check(
+        "fenced",
+        last_release_after_one_on_its_way(&server, &proxy, &client.fenced_lock(name), name),
+    );
+    let name = "lane:last-release-spin";
+    check(
+        "spin",
+        last_release_after_one_on_its_way(&server, &proxy, &client.spin_lock(name), name),
+    );
+    let name = "lane:last-release-read";
+    let read = client.read_write_lock(name).read();
+    check(
+        "read",
+        last_release_after_one_on_its_way(&server, &proxy, &read, name),
+    );
+    let name = "lane:last-release-write";
+    let write = client.read_write_lock(name).write();
+    check(
+        "write",
+        last_release_after_one_on_its_way(&server, &proxy, &write, name),
+    );
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
