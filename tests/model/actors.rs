@@ -12,13 +12,19 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use redhold::{Client, Interrupt};
 
+mod in_flight;
 mod partitioned_release;
+mod release_in_flight;
 mod short_lease_handover;
 mod stalled_drop;
 mod stalled_member;
+mod undo_in_flight;
 
+pub(crate) use in_flight::{IN_FLIGHT_SPAN, LEFT_HELD, TAKEN_AWAY};
 pub(crate) use partitioned_release::PARTITIONED;
+pub(crate) use release_in_flight::RELEASE_IN_FLIGHT;
 pub(crate) use stalled_member::{CASE_SPAN, LATE_MEMBER_KEPT, STALLED_MEMBER};
+pub(crate) use undo_in_flight::UNDO_IN_FLIGHT;
 mod wiped_reentry;
 
 use crate::config::{
@@ -674,6 +680,8 @@ impl Actor {
                 wait,
                 lease,
             } => self.stalled_member(target, stalled, stall, wait, lease),
+            Op::ReleaseInFlight(case) => self.release_in_flight(case),
+            Op::UndoInFlight(case) => self.undo_in_flight(case),
         }
     }
 

@@ -21,7 +21,15 @@
 //! as its acquire is sent (the proxy holds that request and its retry back
 //! past the response timeout; the late acquire's undo must give the member
 //! back as they run, which the thread's `hold_count()` and another
-//! client's waiter then judge),
+//! client's waiter then judge), requests of a thread's own on one lock
+//! still on their way while the thread goes on with that lock (a release
+//! held back 1–2.5 s, its resends too, then the thread's next acquire,
+//! re-entry, `hold_count()` or other guard's `unlock()`; an acquire held
+//! back past the response timeout, whose retry takes the lock, then the
+//! guard given back and `try_lock()` again and again while the late
+//! request waits; each also with a shutdown, or in a child process a
+//! fork, mid-path: issue 39's lanes, judged by the thread's count once
+//! everything held back ran),
 //! and, in child processes, `fork()` with the client in use or with the
 //! forked process dropping the last handle of a client it inherited. After
 //! every client shutdown the checker scans Redis at once for holder fields
@@ -35,7 +43,8 @@
 //! for a lost hold), guards returned after `shutdown()`, fields a shutdown
 //! left that no live guard accounts for and releases after a shutdown that
 //! say `Ok` (`shutdown_rules.rs`), `Lock::unlock()` taking a guarded hold,
-//! fencing tokens, hold counts (a stalled member's late hold kept among
+//! fencing tokens, hold counts (a stalled member's late hold kept, and a
+//! count off the guards once an in-flight case's requests ran, among
 //! them), liveness, forks (the parent's pub/sub
 //! connection included), and the end state in Redis (`leftovers.rs`).
 //!
@@ -71,6 +80,9 @@
 //! | `actors/short_lease_handover.rs` | a lock with a long lease handed straight to a thread of the same client with a short lease, which keeps it past that lease, while another client waits: that waiter must get the lock soon after the short lease ends (the liveness rule), not when the long one would have |
 //! | `actors/partitioned_release.rs` | one lock taken twice through a client behind a proxy of its own; the second guard dropped while that proxy loses the release's reply and partitions for longer than the unlock latch lives (the release worker resends); another client tries the lock while the first guard stands |
 //! | `actors/stalled_member.rs` | a multi-lock (2–3 names on the main server) or a RedLock (one name on the three servers) taken with a 4–5 s lease while the proxy holds its main-server member's acquire request and retry back 1.5–2.5 s (a stalled server): the call gives up on the member (a multi-lock fails, a RedLock takes the other two), or, with only the first request held back, ends with the locks and releases them before that request runs; the same thread tries again while they wait, and once they ran, the thread's `hold_count()` of the member must be 0 (the rule "late member kept") and another client must get it at once (liveness) |
+//! | `actors/in_flight.rs` | what the two in-flight cases (issue 39, one ordered lane per lock and holder) share: their client (the actor's behind the schedule's proxy; in a child process one of the case's own behind a proxy of its own, chained), the thread's next calls while a request of its own on the lock is on its way, a shutdown or a fork mid-path, and the judge once every held-back request ran: the thread's `hold_count()` must equal its guards (more: the rule "left held"; fewer: "hold taken away"), another client tries the lock while a guard stands, and the count must be 0 once the thread released its guards |
+//! | `actors/release_in_flight.rs` | a lock of any kind on a name of the cases' own (sharing a channel or a slot: `l0`/`{l0}`, `{lt}a`/`{lt}b`, `lf0`/`{lf0}`, `lw0`/`{lw0}`) or of the mix, taken once or twice (a re-entry); every release request of it by the thread held back 1–2.5 s for 0.8–2.5 s (a standing rule) while the last guard is dropped; 0–2 s later the thread's next calls (`lock()`, `try_lock_for`, `try_lock`, `hold_count()`, a re-entry, the other guard's `unlock()` and a re-take: 30 % at the worst moment, the unlock past 1 s after the drop, just after the path healed, the re-take before the first request runs) while the release worker runs; the summary counts them ("releases in flight") |
+//! | `actors/undo_in_flight.rs` | the next request naming a lock of any kind with the thread's field held back 0.9–2.5 s (the pool's retry takes the lock, an undo follows the late request), the guard given back at once (mostly dropped), then `try_lock()` again and again, `lock()`, `try_lock_for`, `hold_count()` while the request waits; the summary counts them ("undos in flight") |
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
 //! | `failover.rs`, `failover/` | a separate test, `failover_safety`: Sentinel failovers that lose the replication stream for real (`link.rs`: every server known by a forwarder on 127.0.0.2 that can hold the stream back; `crash.rs`: starve the replica, `SIGKILL` the master right after an acquire or mid-operation, rejoin it empty as a replica; `topology.rs`, `actors.rs`, `tally.rs`), counting two-holder incidents with (`sync`: any incident or hold on an unreplicated write fails it) and without (`nosync`: counted and printed) `sync_replicas(1, 500 ms)`; either mode fails on a loss told `Ok`. `cluster.rs`: the same on a 3+3 Cluster with `CLUSTER FAILOVER FORCE` (no sync: not combinable). `live`: the master's link shuts the sentinels out, they replace it while it serves on, and one actor starts a new client per section; a client that does not follow `+switch-master` leaves holders on the old master told `Ok`. `REDHOLD_MODEL_FAILOVER=sync\|nosync\|cluster\|live\|all` (default all, side by side, each until 3 failovers: ~20 s); `REDHOLD_MODEL_FAILOVER_SECS=<s>` for the long runs |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |

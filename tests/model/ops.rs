@@ -163,6 +163,79 @@ pub(crate) enum Op {
         wait: Duration,
         lease: Duration,
     },
+    /// A release held back while the same thread goes on with the lock
+    /// (see [`ReleaseCase`] and `actors/release_in_flight.rs`).
+    ReleaseInFlight(ReleaseCase),
+    /// An acquire held back while the same thread gives the lock back and
+    /// goes on with it (see [`UndoCase`] and `actors/undo_in_flight.rs`).
+    UndoInFlight(UndoCase),
+}
+
+/// Take `target` (a single lock) with `method`, twice with `reentry` (two
+/// guards of one generation); drop the last guard while every release
+/// request of it by this thread is held back `delay`, for `window` (a
+/// standing rule: the release goes on in the background, its resends
+/// held back too); then, `pause` after the drop returned, make the `next`
+/// calls while the release may still be on its way, or `end` the case
+/// with a shutdown or a fork; once every held-back request ran, judge the
+/// thread's count.
+#[derive(Debug, Clone)]
+pub(crate) struct ReleaseCase {
+    pub(crate) target: Target,
+    pub(crate) method: Method,
+    pub(crate) reentry: bool,
+    pub(crate) delay: Duration,
+    pub(crate) window: Duration,
+    pub(crate) pause: Duration,
+    pub(crate) next: Vec<Next>,
+    pub(crate) end: CaseEnd,
+}
+
+/// Take `target` (a single lock, held by nobody of this thread) with
+/// `method` while the first request naming it by this thread is held back
+/// `delay` (past the response timeout: the pool's retry takes it, an undo
+/// follows the late request); give the guard back at once (`unlock()`
+/// with `unlock`, else a drop), make the `next` calls while the request is
+/// still held back, or `end` the case with a shutdown or a fork; once it
+/// ran, judge the thread's count.
+#[derive(Debug, Clone)]
+pub(crate) struct UndoCase {
+    pub(crate) target: Target,
+    pub(crate) method: Method,
+    pub(crate) delay: Duration,
+    pub(crate) unlock: bool,
+    pub(crate) next: Vec<Next>,
+    pub(crate) end: CaseEnd,
+}
+
+/// A call of the thread's own while a request of it on the same lock may
+/// still be on its way (the in-flight cases, `actors/in_flight.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// An acquire of the case's lock (a re-entry while a guard stands).
+    Acquire(Method),
+    /// `hold_count()` of the case's lock.
+    HoldCount,
+    /// `unlock()` of the case's other guard (the one of the same
+    /// generation that still stands).
+    UnlockOther,
+    /// `try_lock()` again and again, each guard given back at once, until
+    /// the held-back request ran.
+    TryLoop,
+}
+
+/// How an in-flight case ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CaseEnd {
+    /// The thread's count is judged once every held-back request ran.
+    Judge,
+    /// The client is shut down while the request is on its way (the rules
+    /// on what a shutdown leaves judge it).
+    Shutdown,
+    /// `fork()` while the request is on its way (child processes only):
+    /// the forked process's calls fail with `ForkedProcess` and leave the
+    /// parent's lane alone; then the case goes on and is judged.
+    Fork,
 }
 
 /// What a forked process does with the client it inherited.
@@ -236,6 +309,8 @@ enum Choice {
     PartitionedRelease,
     ShortLeaseHandover,
     StalledMember,
+    ReleaseInFlight,
+    UndoInFlight,
 }
 
 /// Draws the next operation; `Fork` only when `may_fork`.
@@ -299,6 +374,8 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             (4, Choice::PartitionedRelease),
             (6, Choice::ShortLeaseHandover),
             (20, Choice::StalledMember),
+            (RELEASE_IN_FLIGHT_WEIGHT, Choice::ReleaseInFlight),
+            (UNDO_IN_FLIGHT_WEIGHT, Choice::UndoInFlight),
         ]
     };
     match rng.weighted(&table) {
@@ -442,6 +519,8 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
                 lease: rng.millis(MEMBER_LEASE_MS.0, MEMBER_LEASE_MS.1),
             }
         }
+        Choice::ReleaseInFlight => release_in_flight(rng, may_fork),
+        Choice::UndoInFlight => undo_in_flight(rng, may_fork),
         Choice::PartitionedRelease => {
             // The releases issue 33 names: plain, fair, read and write.
             let kind = *rng.pick(&[Kind::Plain, Kind::Fair, Kind::Read, Kind::Write]);
@@ -522,6 +601,171 @@ pub(crate) fn choose(rng: &mut Rng, held: &[HeldView], may_fork: bool) -> Op {
             }
         }
     }
+}
+
+/// Weights of the in-flight cases among an empty-handed actor's choices
+/// (out of about 1000): a case keeps its actor 3 to 7 s, and only one
+/// that can be judged before the schedule stops begins, so most begin in
+/// a schedule's first seconds; a release case, the longer, gets more.
+const RELEASE_IN_FLIGHT_WEIGHT: u64 = 60;
+const UNDO_IN_FLIGHT_WEIGHT: u64 = 30;
+
+/// The lease of a hold taken in an in-flight case, when it has one: as
+/// long as the longest leases of the mix (which the end-state check
+/// waits out after a shutdown), longer than most cases, so that only a
+/// release ends it before the thread's count is judged (a count is not
+/// judged against a lease about to end).
+const IN_FLIGHT_LEASE: Duration = Duration::from_millis(LONG_LEASE_MS.1);
+
+/// A lock for an in-flight case, and whether it is one of the cases' own
+/// names (few others use them, so a call may wait without a bound): in
+/// pairs that share a channel (`l0` and `{l0}`) or a hash slot (`{lt}a`
+/// and `{lt}b`), fenced and spin locks on the plain ones; now and then a
+/// name of the usual mix instead (contended, maybe shared as
+/// [`pick_name`] does).
+fn in_flight_target(rng: &mut Rng) -> (Target, bool) {
+    let kind = *rng.pick(&Kind::SINGLE);
+    let (name, own) = if rng.chance(25) {
+        (pick_name(rng, kind), false)
+    } else {
+        let names: &[&'static str] = match kind {
+            Kind::Fair => &["lf0", "{lf0}"],
+            Kind::Read | Kind::Write => &["lw0", "{lw0}"],
+            _ => &["l0", "{l0}", "{lt}a", "{lt}b"],
+        };
+        (*rng.pick(names), true)
+    };
+    let target = Target {
+        kind,
+        names: vec![name],
+    };
+    (target, own)
+}
+
+/// An acquire of an in-flight case: unbounded waits only on the cases'
+/// own names (`own`), leases longer than the case.
+fn in_flight_method(rng: &mut Rng, own: bool) -> Method {
+    let lease = IN_FLIGHT_LEASE;
+    match rng.below(if own { 6 } else { 4 }) {
+        0 => Method::TryLock,
+        1 => Method::TryFor(rng.millis(100, 2500)),
+        2 => Method::TryForLease(rng.millis(100, 2500), lease),
+        3 => Method::TryFor(rng.millis(0, 300)),
+        4 => Method::Lock,
+        _ => Method::LockLease(lease),
+    }
+}
+
+/// How an in-flight case ends: mostly judged; now and then a shutdown,
+/// or (child processes only) a fork.
+fn case_end(rng: &mut Rng, may_fork: bool) -> CaseEnd {
+    if may_fork && rng.chance(20) {
+        CaseEnd::Fork
+    } else if rng.chance(8) {
+        CaseEnd::Shutdown
+    } else {
+        CaseEnd::Judge
+    }
+}
+
+/// See [`Op::ReleaseInFlight`].
+fn release_in_flight(rng: &mut Rng, may_fork: bool) -> Op {
+    let (target, own) = in_flight_target(rng);
+    // The first hold: watched, or leased past the case.
+    let method = if rng.chance(50) {
+        Method::TryFor(Duration::from_millis(300))
+    } else {
+        Method::TryForLease(Duration::from_millis(300), IN_FLIGHT_LEASE)
+    };
+    let end = case_end(rng, may_fork);
+    if rng.chance(30) {
+        // At the worst moment: the generation's other guard is unlocked
+        // once its retry bound reaches past the dropped release's latch
+        // (from about 1 s after that was sent), just after the path healed
+        // (so the unlock and the next acquire go through at once), and the
+        // lock is taken again while the dropped release's first request
+        // is still on its way.
+        let pause = rng.millis(500, 1000);
+        let healed = (600 + pause.as_millis() as u64).saturating_sub(rng.range(50, 300));
+        return Op::ReleaseInFlight(ReleaseCase {
+            target,
+            method,
+            reentry: true,
+            delay: rng.millis(pause.as_millis() as u64 + 1100, 2500),
+            window: Duration::from_millis(healed.max(800)),
+            pause,
+            next: vec![Next::UnlockOther, Next::Acquire(in_flight_method(rng, own))],
+            end,
+        });
+    }
+    let reentry = rng.chance(50);
+    let pause = rng.millis(0, 2000);
+    let mut next = Vec::new();
+    if reentry && rng.chance(40) {
+        // The generation's other guard released while the dropped one's
+        // release may be on its way, then the lock taken again.
+        next.push(Next::UnlockOther);
+        next.push(Next::Acquire(in_flight_method(rng, own)));
+    } else {
+        next.push(if rng.chance(20) {
+            Next::HoldCount
+        } else {
+            Next::Acquire(in_flight_method(rng, own))
+        });
+        if rng.chance(40) {
+            next.push(if rng.chance(30) {
+                Next::HoldCount
+            } else {
+                Next::Acquire(in_flight_method(rng, own))
+            });
+        }
+    }
+    // Every request of the release held back for a while from the drop
+    // on; half the time the path heals just before the next calls (the
+    // drop returns about 600 ms after the rule is armed), so that they go
+    // through while the first request is still on its way.
+    let window = if rng.chance(50) {
+        rng.millis(800, 2500)
+    } else {
+        let healed = (600 + pause.as_millis() as u64).saturating_sub(rng.range(50, 300));
+        Duration::from_millis(healed.clamp(800, 2500))
+    };
+    Op::ReleaseInFlight(ReleaseCase {
+        target,
+        method,
+        reentry,
+        // Past the response timeout (600 ms) for every attempt.
+        delay: rng.millis(1000, 2500),
+        window,
+        pause,
+        next,
+        end,
+    })
+}
+
+/// See [`Op::UndoInFlight`].
+fn undo_in_flight(rng: &mut Rng, may_fork: bool) -> Op {
+    let (target, own) = in_flight_target(rng);
+    let method = in_flight_method(rng, own);
+    let mut next = Vec::new();
+    for _ in 0..rng.range(1, 2) {
+        next.push(match rng.below(4) {
+            0 | 1 => Next::TryLoop,
+            2 => Next::HoldCount,
+            _ => Next::Acquire(in_flight_method(rng, own)),
+        });
+    }
+    Op::UndoInFlight(UndoCase {
+        target,
+        method,
+        // Past the response timeout (600 ms) and the retry's start, well
+        // within the undo's keep time (the unlock latch's life, 2.85 s,
+        // from the call's end).
+        delay: rng.millis(900, 2500),
+        unlock: rng.chance(25),
+        next,
+        end: case_end(rng, may_fork),
+    })
 }
 
 /// A name of `kind`: mostly one of its few main names, now and then one

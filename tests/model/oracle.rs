@@ -15,6 +15,8 @@
 //! | release after shutdown | a release (`unlock()`, `Lock::unlock`) sent after its client's `shutdown()` returned does not say `Ok` | none (red locks are left out) |
 //! | unlock of a guarded lock | `Lock::unlock()` by a thread that holds the lock only through live guards answers `NotHeld` and leaves the hold (flagged by the actor, see `actors::UNLOCK_GUARDED`) | none |
 //! | late member kept | once a multi-lock's or RedLock's member acquire that a stalled server ran late (after the call gave up on it) has run, the thread's `hold_count()` of that member is 0 when it holds no guard of it: the undo behind the late request gave it back (flagged by the actor, see `actors/stalled_member.rs`) | a fault on the main server around the case |
+//! | left held | once every request an in-flight case held back has run (a release, or an acquire and the undo behind it), the thread's `hold_count()` of the lock is not above the guards it holds of it, and 0 once it released them: no hold is left that no guard stands for (flagged by the actor, see `actors/in_flight.rs`) | a fault on the main server around the case |
+//! | hold taken away | then, the thread's `hold_count()` is not below its guards either: no late request took a newer hold (flagged likewise) | a fault on the main server around the case; a force-unlock of the lock |
 //! | fork | a forked process's calls fail with `ForkedProcess`, it exits cleanly, and dropping every handle of a client it inherited leaves the parent's pub/sub connection alone (no reconnect) | a fault around it (for the reconnect only) |
 //!
 //! Every breach becomes a [`Violation`]; every excused one is counted.
@@ -140,6 +142,15 @@ pub(crate) fn judge(m: &Model) -> Verdict {
                 continue;
             }
             (Class::Liveness, "late member kept")
+        } else if let Some(left) = in_flight_flag(text) {
+            match in_flight_excuse(m, *at, *actor, left) {
+                Some(reason) => {
+                    v.excuse(reason);
+                    continue;
+                }
+                None if left => (Class::Liveness, "left held"),
+                None => (Class::Safety, "hold taken away"),
+            }
         } else {
             (Class::Model, "actor check")
         };
@@ -156,6 +167,48 @@ pub(crate) fn judge(m: &Model) -> Verdict {
     }
     v.violations.sort_by_key(|x| (x.at, x.class));
     v
+}
+
+/// Whether `text` is an in-flight case's flag (`actors/in_flight.rs`):
+/// `Some(true)` for a count above the guards, `Some(false)` below.
+fn in_flight_flag(text: &str) -> Option<bool> {
+    if text.starts_with(crate::actors::LEFT_HELD) {
+        Some(true)
+    } else if text.starts_with(crate::actors::TAKEN_AWAY) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// What excuses an in-flight case's flag raised at `at` by `actor`: a
+/// fault on the main server during the case (a killed connection takes
+/// the undo behind a late acquire with it, a documented limit; a stall or
+/// a restart moves everything), and, for a count below the guards
+/// (`left` false), a force-unlock of the lock the flag's count was of.
+fn in_flight_excuse(m: &Model, at: Instant, actor: ActorId, left: bool) -> Option<&'static str> {
+    let span = crate::actors::IN_FLIGHT_SPAN;
+    if m.faults
+        .iter()
+        .any(|f| f.server == 0 && f.start < at && f.tail() + span > at)
+    {
+        return Some("in flight: a fault on the main server around the case");
+    }
+    // The count the flag judged is the actor's last one before it.
+    let count = m
+        .probes
+        .iter()
+        .rev()
+        .find(|p| p.actor == actor && p.at <= at);
+    let forced = count.is_some_and(|p| {
+        m.forces.iter().any(|f| {
+            f.kind.family() == p.kind.family()
+                && f.names.contains(&p.name)
+                && f.start < at
+                && f.end + span > at
+        })
+    });
+    (!left && forced).then_some("in flight: a force-unlock of the lock during the case")
 }
 
 fn family_of_fault(kind: &str) -> &str {
@@ -1072,6 +1125,87 @@ mod tests {
         let mut s = Script::new();
         fault(&mut s, 0, 7000, 7100);
         flag(&mut s, 9000);
+        assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
+    fn an_in_flight_count_off_the_guards_is_reported_unless_excused() {
+        let count = |s: &mut Script, ms: u64, word: &str| {
+            s.at(ms, Event::Probe { actor: 1 })
+                .at(
+                    ms,
+                    Event::Count {
+                        actor: 1,
+                        client: "c1#0".into(),
+                        kind: Kind::Plain,
+                        name: "l0".into(),
+                        what: "hold_count".into(),
+                        // As the guards say: only the flag is judged here.
+                        observed: 0,
+                    },
+                )
+                .at(
+                    ms,
+                    Event::Flag {
+                        actor: 1,
+                        text: format!("{word} hold_count() of plain l0 is 0"),
+                    },
+                );
+        };
+        let force = |s: &mut Script, name: &str, ms: u64| {
+            s.at(
+                ms,
+                Event::ForceStart {
+                    actor: 2,
+                    kind: Kind::Plain,
+                    names: name.into(),
+                },
+            )
+            .at(
+                ms + 5,
+                Event::ForceEnd {
+                    actor: 2,
+                    result: "true".into(),
+                },
+            );
+        };
+        let mut s = Script::new();
+        count(&mut s, 9000, crate::actors::LEFT_HELD);
+        assert_eq!(rules(&s.judge()), ["left held"]);
+        let mut s = Script::new();
+        count(&mut s, 9000, crate::actors::TAKEN_AWAY);
+        assert_eq!(rules(&s.judge()), ["hold taken away"]);
+        // A force-unlock of another lock excuses nothing; of this one, a
+        // count below the guards only.
+        let mut s = Script::new();
+        force(&mut s, "l1", 8000);
+        count(&mut s, 9000, crate::actors::TAKEN_AWAY);
+        assert_eq!(rules(&s.judge()), ["hold taken away"]);
+        let mut s = Script::new();
+        force(&mut s, "l0", 8000);
+        count(&mut s, 9000, crate::actors::TAKEN_AWAY);
+        assert!(s.judge().violations.is_empty());
+        let mut s = Script::new();
+        force(&mut s, "l0", 8000);
+        count(&mut s, 9000, crate::actors::LEFT_HELD);
+        assert_eq!(rules(&s.judge()), ["left held"]);
+        // A fault on the main server during the case excuses both.
+        let mut s = Script::new();
+        s.at(
+            5000,
+            Event::FaultStart {
+                server: 0,
+                kind: "sleep-300ms".into(),
+            },
+        )
+        .at(
+            5300,
+            Event::FaultEnd {
+                server: 0,
+                kind: "sleep-300ms".into(),
+            },
+        );
+        count(&mut s, 9000, crate::actors::LEFT_HELD);
         assert!(s.judge().violations.is_empty());
     }
 }

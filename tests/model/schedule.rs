@@ -286,7 +286,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
-         releases {}, stalled members {}, {} violation(s); \
+         releases {}, stalled members {}, releases in flight {}, undos in flight {}, {} \
+         violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -318,6 +319,14 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         events
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::STALLED_MEMBER)))
+            .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::RELEASE_IN_FLIGHT)))
+            .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::UNDO_IN_FLIGHT)))
             .count(),
         violations.len(),
         excused

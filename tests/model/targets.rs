@@ -609,6 +609,20 @@ pub(crate) fn hold_count(
     }
 }
 
+/// The calling thread's holder field in lock `name` of a single-name
+/// `kind` (`Lock::holder_id`), as the set's main client writes it: the
+/// fault proxy matches the thread's own requests by it.
+pub(crate) fn holder_id(set: &ClientSet, kind: Kind, name: &str) -> String {
+    match kind {
+        Kind::Fair => set.lock(name, fair).holder_id(),
+        Kind::Fenced => set.lock(name, fenced).holder_id(),
+        Kind::Spin => set.lock(name, spin).holder_id(),
+        Kind::Read => set.lock(name, read).holder_id(),
+        Kind::Write => set.lock(name, write).holder_id(),
+        _ => set.lock(name, plain).holder_id(),
+    }
+}
+
 /// `is_locked()` and `remaining_lease()`: exercised, not judged (another
 /// holder may change the answer at any moment).
 pub(crate) fn peek(set: &ClientSet, kind: Kind, name: &str) -> redhold::Result<()> {
