@@ -16,7 +16,7 @@ use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
 use crate::kind::Handover;
-use crate::pubsub::{Offer, Wake};
+use crate::pubsub::{Offer, Subscription, Wake};
 use crate::stats::Counters;
 
 /// The longest a courtesy pause sleeps before it looks again whether the
@@ -134,7 +134,7 @@ impl<K: KindOps> Call<'_, K> {
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
         stand_back: bool,
-        mut outage: Option<Outage>,
+        outage: Option<Outage>,
         first_busy: Option<FirstBusy>,
     ) -> Result<Option<(Hold, K::Grant)>> {
         let engine = self.engine;
@@ -147,6 +147,40 @@ impl<K: KindOps> Call<'_, K> {
                 .pubsub
                 .subscribe(&channel, self.lock.name, confirm_for)
         });
+        let taken = self.wait_subscribed(
+            subscription.as_ref(),
+            deadline,
+            interrupt,
+            stand_back,
+            outage,
+            first_busy,
+        );
+        if let (Ok(Some(_)), Some(subscription)) = (&taken, &subscription) {
+            self.bound_waiters_left(subscription);
+        }
+        taken
+    }
+
+    /// The local waiters still parked for the lock this call just took
+    /// sleep no longer than the TTL it set (see `Waiters::bound_parked`).
+    pub(super) fn bound_waiters_left(&self, subscription: &Subscription) {
+        let ttl = Duration::from_millis(self.lease_ms);
+        subscription.bound_parked(crate::config::deadline_after(Instant::now(), ttl));
+    }
+
+    /// `acquire_slow` once subscribed (a kind without pub/sub has no
+    /// `subscription`).
+    fn wait_subscribed(
+        &self,
+        subscription: Option<&Subscription>,
+        deadline: Option<Instant>,
+        interrupt: Option<&Interrupt>,
+        stand_back: bool,
+        mut outage: Option<Outage>,
+        first_busy: Option<FirstBusy>,
+    ) -> Result<Option<(Hold, K::Grant)>> {
+        let engine = self.engine;
+        let left = |now: Instant| deadline.map(|d| d.saturating_duration_since(now));
         // What a local release needs to hand this thread the lock directly.
         let offer = self.lock.kind.handover().map(|handover| Offer {
             field: self.field.clone(),

@@ -33,7 +33,7 @@ mod waiter;
 mod waiters;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
@@ -282,6 +282,14 @@ impl Subscription {
     /// waiter of the same lock.
     pub(crate) fn pass_on(&self) {
         self.channel.with_lock(&self.lock, Waiters::wake_one);
+    }
+
+    /// This call took the lock with a TTL ending at `expires`: the local
+    /// waiters still parked for it sleep no later (see
+    /// [`Waiters::bound_parked`]).
+    pub(crate) fn bound_parked(&self, expires: Instant) {
+        self.channel
+            .with_lock(&self.lock, |waiters| waiters.bound_parked(expires));
     }
 
     /// This waiter, woken by a release, has made its attempt on the lock.

@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
+
 use super::handover::Offer;
 use crate::interrupt::Interrupt;
 
@@ -85,12 +87,20 @@ pub(crate) struct Waiter {
     /// The fencing token a release drew for this waiter when it handed it
     /// the lock; set before `HANDED`.
     pub(super) token: OnceLock<u64>,
+    /// The latest moment this waiter may sleep to, whatever TTL it parked
+    /// on: a local call took the lock after it parked, with a TTL of its
+    /// own (see [`Waiters::bound_parked`](super::waiters::Waiters::bound_parked)).
+    pub(super) bound: Mutex<Option<Instant>>,
 }
 
 impl Waiter {
     /// Sleeps until a wake-up or the lock is handed to this waiter,
-    /// `deadline` passes (never, when `None`) or `interrupt` is triggered.
+    /// `deadline` (never, when `None`) or its [`bound`](Self::bound)
+    /// passes, or `interrupt` is triggered. Once out of the line (a
+    /// wake-up is on its way) the caller passes `None` and no interrupt:
+    /// the bound no longer ends the sleep.
     pub(super) fn sleep(&self, deadline: Option<Instant>, interrupt: Option<&Interrupt>) -> Wake {
+        let in_line = deadline.is_some() || interrupt.is_some();
         let _registered = interrupt.map(Interrupt::register);
         let mut spin_until = None;
         loop {
@@ -122,7 +132,12 @@ impl Waiter {
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 return Wake::Interrupted;
             }
-            match deadline {
+            let bound = if in_line { self.bound_at() } else { None };
+            let until = match (deadline, bound) {
+                (Some(d), Some(b)) => Some(d.min(b)),
+                (d, b) => d.or(b),
+            };
+            match until {
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
@@ -187,6 +202,26 @@ impl Waiter {
             ),
             _ => None,
         }
+    }
+
+    /// Bounds this parked waiter's sleep at `at` (the earlier of its
+    /// bounds stays) and wakes it to look: a thread sleeps on to the new
+    /// end, an async call moves its timer there.
+    pub(super) fn bound(&self, at: Instant) {
+        {
+            let mut bound = self.bound.lock();
+            if bound.is_some_and(|b| b <= at) {
+                return;
+            }
+            *bound = Some(at);
+        }
+        self.wakeup.wake();
+    }
+
+    /// The latest moment this waiter may sleep to, if a local taking of
+    /// the lock set one (see [`bound`](Self::bound)).
+    pub(crate) fn bound_at(&self) -> Option<Instant> {
+        *self.bound.lock()
     }
 
     /// Settles a reservation with the lock handed over (and the fencing

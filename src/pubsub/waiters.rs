@@ -90,6 +90,7 @@ impl Waiters {
             offer,
             reserved_at: OnceLock::new(),
             token: OnceLock::new(),
+            bound: parking_lot::Mutex::new(None),
         });
         self.parked.push_back(Arc::clone(&waiter));
         waiter
@@ -104,6 +105,20 @@ impl Waiters {
                 true
             }
             None => false,
+        }
+    }
+
+    /// A local call took the lock with a TTL that ends at `expires`: every
+    /// waiter parked here sleeps no later than that. Each parked on a TTL
+    /// read before, which no longer says when the lock may be free: the
+    /// one release message went to the call that took it, and the new
+    /// holder's lease may be shorter, or its hold may expire unannounced
+    /// (a guard kept past its lease, a renewal given up). Waking at the
+    /// new TTL costs one attempt; sleeping past it leaves a free lock
+    /// unclaimed.
+    pub(super) fn bound_parked(&self, expires: Instant) {
+        for waiter in &self.parked {
+            waiter.bound(expires);
         }
     }
 

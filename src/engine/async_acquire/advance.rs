@@ -45,6 +45,18 @@ impl<K: KindOps> AsyncAcquire<K> {
                     timer,
                 } => {
                     let now = Instant::now();
+                    // A local taking of the lock may have bounded the park
+                    // (see `Waiters::bound_parked`): its end moves there.
+                    let (until, timer) = match waiter.bound_at() {
+                        Some(bound) if until.is_none_or(|until| bound < until) => {
+                            if let Some(timer) = timer {
+                                self.engine.tasks().timers().cancel(timer);
+                            }
+                            let timer = (bound > now).then(|| self.timer(bound)).flatten();
+                            (Some(bound), timer)
+                        }
+                        _ => (until, timer),
+                    };
                     let give_up = abandoned || until.is_some_and(|until| now >= until);
                     let woke = match waiter.outcome() {
                         Some(woke) => Some(woke),

@@ -187,7 +187,7 @@ impl<K: KindOps> AsyncAcquire<K> {
 
     /// A timer at `until` that schedules the next step; `None` when the
     /// timer is gone (shutdown: the next step is scheduled now).
-    fn timer(self: &Arc<Self>, until: Instant) -> Option<crate::tasks::timers::TimerId> {
+    pub(super) fn timer(self: &Arc<Self>, until: Instant) -> Option<crate::tasks::timers::TimerId> {
         let callback = self.callback();
         match self
             .engine
@@ -208,6 +208,9 @@ impl<K: KindOps> AsyncAcquire<K> {
     /// given back.
     pub(super) fn end(&self, driving: &mut Driving, outcome: Acquired<K::Grant>) {
         let waited = self.wait != Some(Duration::ZERO);
+        if let (Ok(Some(_)), Some(subscription)) = (&outcome, &driving.subscription) {
+            self.call(&driving.call).bound_waiters_left(subscription);
+        }
         let outcome = self.call(&driving.call).finish(outcome, waited);
         driving.phase = Phase::Done;
         driving.subscription = None;
