@@ -262,14 +262,15 @@ impl Subscription {
         self.channel.park(&self.lock, timeout, interrupt, offer)
     }
 
-    /// Puts this waiter, an async call's, in the line (see
-    /// [`Channel::park_async`]).
+    /// Puts this waiter, an async call's, in the line until `until` at the
+    /// latest (see [`Channel::park_async`]).
     pub(crate) fn park_async(
         &self,
         offer: Option<Offer>,
+        until: Option<Instant>,
         callback: Arc<dyn Fn() + Send + Sync>,
     ) -> std::result::Result<Arc<Waiter>, Wake> {
-        self.channel.park_async(&self.lock, offer, callback)
+        self.channel.park_async(&self.lock, offer, until, callback)
     }
 
     /// This async call's `waiter` stops waiting (see

@@ -87,20 +87,19 @@ pub(crate) struct Waiter {
     /// The fencing token a release drew for this waiter when it handed it
     /// the lock; set before `HANDED`.
     pub(super) token: OnceLock<u64>,
-    /// The latest moment this waiter may sleep to, whatever TTL it parked
-    /// on: a local call took the lock after it parked, with a TTL of its
-    /// own (see [`Waiters::bound_parked`](super::waiters::Waiters::bound_parked)).
-    pub(super) bound: Mutex<Option<Instant>>,
+    /// When this waiter's park ends without news: the TTL it parked on,
+    /// or earlier once a local call took the lock with a TTL of its own
+    /// (see [`Waiters::bound_parked`](super::waiters::Waiters::bound_parked)).
+    /// `None`: no end.
+    pub(super) until: Mutex<Option<Instant>>,
 }
 
 impl Waiter {
-    /// Sleeps until a wake-up or the lock is handed to this waiter,
-    /// `deadline` (never, when `None`) or its [`bound`](Self::bound)
-    /// passes, or `interrupt` is triggered. Once out of the line (a
-    /// wake-up is on its way) the caller passes `None` and no interrupt:
-    /// the bound no longer ends the sleep.
-    pub(super) fn sleep(&self, deadline: Option<Instant>, interrupt: Option<&Interrupt>) -> Wake {
-        let in_line = deadline.is_some() || interrupt.is_some();
+    /// Sleeps until a wake-up or the lock is handed to this waiter, its
+    /// park's end ([`until`](Self::until)) passes or `interrupt` is
+    /// triggered. Once out of the line (`in_line` false: a wake-up is on
+    /// its way) it waits for that wake-up alone.
+    pub(super) fn sleep(&self, in_line: bool, interrupt: Option<&Interrupt>) -> Wake {
         let _registered = interrupt.map(Interrupt::register);
         let mut spin_until = None;
         loop {
@@ -132,11 +131,7 @@ impl Waiter {
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 return Wake::Interrupted;
             }
-            let bound = if in_line { self.bound_at() } else { None };
-            let until = match (deadline, bound) {
-                (Some(d), Some(b)) => Some(d.min(b)),
-                (d, b) => d.or(b),
-            };
+            let until = if in_line { self.until() } else { None };
             match until {
                 Some(deadline) => {
                     let now = Instant::now();
@@ -204,24 +199,23 @@ impl Waiter {
         }
     }
 
-    /// Bounds this parked waiter's sleep at `at` (the earlier of its
-    /// bounds stays) and wakes it to look: a thread sleeps on to the new
-    /// end, an async call moves its timer there.
-    pub(super) fn bound(&self, at: Instant) {
+    /// Ends this parked waiter's park by `at`, if it would end later, and
+    /// wakes it to look: a thread sleeps on to the new end, an async call
+    /// moves its timer there.
+    pub(super) fn wake_by(&self, at: Instant) {
         {
-            let mut bound = self.bound.lock();
-            if bound.is_some_and(|b| b <= at) {
+            let mut until = self.until.lock();
+            if until.is_some_and(|until| until <= at) {
                 return;
             }
-            *bound = Some(at);
+            *until = Some(at);
         }
         self.wakeup.wake();
     }
 
-    /// The latest moment this waiter may sleep to, if a local taking of
-    /// the lock set one (see [`bound`](Self::bound)).
-    pub(crate) fn bound_at(&self) -> Option<Instant> {
-        *self.bound.lock()
+    /// When this waiter's park ends without news (`None`: never).
+    pub(crate) fn until(&self) -> Option<Instant> {
+        *self.until.lock()
     }
 
     /// Settles a reservation with the lock handed over (and the fencing

@@ -47,7 +47,7 @@ impl<K: KindOps> AsyncAcquire<K> {
                     let now = Instant::now();
                     // A local taking of the lock may have bounded the park
                     // (see `Waiters::bound_parked`): its end moves there.
-                    let (until, timer) = match waiter.bound_at() {
+                    let (until, timer) = match waiter.until() {
                         Some(bound) if until.is_none_or(|until| bound < until) => {
                             if let Some(timer) = timer {
                                 self.engine.tasks().timers().cancel(timer);

@@ -157,7 +157,8 @@ impl<K: KindOps> AsyncAcquire<K> {
         park: Duration,
     ) -> Option<Acquired<K::Grant>> {
         let subscription = driving.subscription.as_ref()?;
-        match subscription.park_async(driving.offer.clone(), self.callback()) {
+        let until = Instant::now().checked_add(park);
+        match subscription.park_async(driving.offer.clone(), until, self.callback()) {
             Err(woke) => {
                 // A wake-up was kept for us: as a park that ended with it.
                 self.woke(driving, woke, false)
@@ -165,7 +166,6 @@ impl<K: KindOps> AsyncAcquire<K> {
             Ok(waiter) => {
                 // Counted as parked (`Stats::parked_waiters`) until it wakes.
                 self.engine.counters.parked.fetch_add(1, Ordering::Relaxed);
-                let until = Instant::now().checked_add(park);
                 let timer = until.and_then(|until| self.timer(until));
                 driving.phase = Phase::Parked {
                     waiter,
