@@ -17,12 +17,12 @@ pub enum Known {
     /// attempt's hold stays with no guard until its lease or watchdog
     /// timeout runs out.
     LostReplyBeforeLateRetry,
-    /// A waiter whose attempt found the lock busy while a release was
-    /// being announced parks on that (old) TTL: the release's one wake-up
-    /// per client went to another waiter of its client, parked already
-    /// (`Waiters::wake_one`), which took the lock with a shorter lease;
-    /// when that hold expires unreleased, the first waiter sleeps on past
-    /// it, the lock free and no message coming.
+    /// A release wakes one waiter per client (`Waiters::wake_one`); the
+    /// client's other waiters sleep on the TTL they read before it (parked
+    /// already, or with an attempt on its way). When the woken waiter
+    /// takes the lock with a shorter lease and its hold expires
+    /// unreleased, they sleep on past it: the lock free, no message
+    /// coming, for up to the old holder's TTL.
     WakeUpTakenByOtherWaiter,
 }
 

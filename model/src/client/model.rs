@@ -43,8 +43,9 @@ pub enum Action {
     Worker { c: u8 },
     /// The server runs a connection's next request.
     Serve(WireId),
-    /// A client's subscriber reads a release message.
-    Hear(u8),
+    /// A client's subscriber reads a release message, for one of its
+    /// parked waiters (none: kept for the next to park).
+    Hear(u8, Option<u8>),
     /// A tick passes.
     Tick,
     /// A fault.
@@ -136,7 +137,13 @@ impl Model for ClientModel {
                 }
             }
             if client.inbox > 0 && !client.partitioned {
-                out.push(Action::Hear(c));
+                let parked: Vec<u8> = (0..client.threads.len() as u8)
+                    .filter(|&t| super::wait::is_waiting(s, c, t))
+                    .collect();
+                if parked.is_empty() {
+                    out.push(Action::Hear(c, None));
+                }
+                out.extend(parked.into_iter().map(|t| Action::Hear(c, Some(t))));
             }
         }
         for w in 0..s.wires.len() as WireId {
@@ -173,7 +180,7 @@ impl Model for ClientModel {
             Action::WorkerStart { c, lane } => worker::start(cfg, &mut n, c, lane),
             Action::Worker { c } => worker::go(cfg, &mut n, c),
             Action::Serve(w) => server::serve(cfg, &mut n, w),
-            Action::Hear(c) => pubsub::hear(&mut n, c),
+            Action::Hear(c, to) => pubsub::hear(&mut n, c, to),
             Action::Tick => time::tick(cfg, &mut n),
             Action::Fault(fault) => faults::apply(&mut n, fault),
         }

@@ -1,18 +1,33 @@
 //! A client's subscriber and its waiters (`pubsub/`): a release message
 //! wakes the oldest parked waiter (`Waiters::wake_one`), a reconnect wakes
 //! them all, and a local release may reserve the oldest for a direct
-//! hand-over (`Waiters::reserve`). With at most one other waiter per
-//! client in the configurations, "the oldest" is the lowest thread number.
+//! hand-over (`Waiters::reserve`). Which waiter is the oldest depends on
+//! who parked first: a message may go to any of them; a reservation (with
+//! at most one other thread per client in the configurations) and a
+//! passed-on wake-up go to the lowest-numbered.
 
 use super::job::{CallAt, Job, Wake};
 use super::state::State;
 
-/// Client `c`'s subscriber reads one release message.
-pub fn hear(s: &mut State, c: u8) {
+/// Client `c`'s subscriber reads one release message and hands it to
+/// parked waiter `to` (the oldest: any of them may be, depending on who
+/// parked first), or keeps it for the next to park when none is.
+pub fn hear(s: &mut State, c: u8, to: Option<u8>) {
     let client = &mut s.clients[usize::from(c)];
     client.inbox -= 1;
     mark_heard(s, c);
-    wake_one(s, c);
+    match to {
+        Some(t) => notify(s, c, t),
+        None => wake_one(s, c),
+    }
+}
+
+fn notify(s: &mut State, c: u8, t: u8) {
+    if let Job::Acquire(call) = &mut s.thread_mut(c, t).job {
+        if let CallAt::Parked(p) = &mut call.at {
+            p.woke = Some(Wake::Notified);
+        }
+    }
 }
 
 /// Something was heard on the channel (or it was dropped): no first
@@ -29,6 +44,12 @@ pub fn mark_heard(s: &mut State, c: u8) {
                 call.at,
                 CallAt::StepTurn { .. } | CallAt::StepSettle(_) | CallAt::Sent(..)
             );
+            // A parked waiter's TTL predates this release.
+            if let CallAt::Parked(p) = &mut call.at {
+                if p.woke.is_none() {
+                    p.stale = true;
+                }
+            }
         }
     }
 }

@@ -153,7 +153,10 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 before.wires[usize::from(w)].client
             )
         }
-        Action::Hear(c) => format!("c{c}'s subscriber hears a release message"),
+        Action::Hear(c, to) => match to {
+            Some(t) => format!("c{c}'s subscriber hears a release message: wakes c{c}.t{t}"),
+            None => format!("c{c}'s subscriber hears a release message (no waiter parked)"),
+        },
         Action::Tick => {
             let keys: Vec<String> = after
                 .redis
