@@ -43,7 +43,7 @@
 //! cargo test -p redhold-model --test client        # the client model's configurations
 //! cargo test -p redhold-model --test client_mutations -- --nocapture  # past defects, traces
 //! cargo test -p redhold-model --test client_found -- --nocapture      # defects it found
-//! cargo test -p redhold-model --release --test client -- --ignored deep  # by hand
+//! REDHOLD_MODEL_LIMIT_SECS=3600 cargo test -p redhold-model --test client -- --ignored --nocapture deep  # by hand
 //! ```
 //!
 //! The crate is built with `opt-level = 3` even in test builds (the

@@ -111,6 +111,12 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                         0,
                     );
                     retry::push(s, c, t, Entry::Release(p));
+                    if left > 0 {
+                        // Best effort (`release_orphans`): the rest stay
+                        // until the generation's last release gives them
+                        // back.
+                        holds::excuse_leak(s, c, t);
+                    }
                     got(cfg, s, c, t, call)
                 }
             }

@@ -109,13 +109,24 @@ impl Config {
         }
     }
 
-    /// The deep configuration, by hand: three threads (two of one
-    /// client), tries and waits, drops and unlocks, three faults of
-    /// every kind.
-    pub fn deep() -> Config {
+    /// A deeper configuration, by hand: three threads (two of one
+    /// client, the other client's leased longer than the watchdog's
+    /// timeout), re-entering once, tries and waits, one fault among cuts
+    /// and held-back requests.
+    pub fn deep_threads() -> Config {
         Config {
             clients: vec![vec![Lease::Watched, Lease::Ticks(2)], vec![Lease::Ticks(5)]],
             waits: true,
+            fault_budget: 1,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// A deeper configuration, by hand: the two clients of
+    /// [`plain_faults`](Self::plain_faults), tries, drops and unlocks, two
+    /// faults of every kind.
+    pub fn deep_faults() -> Config {
+        Config {
             release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
             faults: vec![
                 Fault::Cut,
@@ -125,7 +136,7 @@ impl Config {
                 Fault::PubSubDrop,
                 Fault::Crash,
             ],
-            fault_budget: 3,
+            fault_budget: 2,
             ..Config::plain_faults()
         }
     }

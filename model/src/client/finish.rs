@@ -60,6 +60,11 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
             {
                 holds::excuse_leak(s, c, t);
             }
+            if unsure && !settled {
+                // No look without the lane settled: a hold the attempt may
+                // have taken expires after its lease (a documented limit).
+                holds::excuse_leak(s, c, t);
+            }
             if unsure && settled && !call.unsure_is_late {
                 // One look, on a fresh connection, at what Redis counts.
                 call.unsure = false;
@@ -102,7 +107,13 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                 call.at = CallAt::FinishLook(Send::on(wire, out.tries_left - 1));
                 Flow::Block
             }
-            Read::Failed | Read::TimedOut => undo_late(cfg, s, c, t, call),
+            Read::Failed | Read::TimedOut => {
+                // The look failed too: a hold the attempt may have taken
+                // expires after its lease, renewed by nobody (a documented
+                // limit, `docs/reliability.md`'s honest limits).
+                holds::excuse_leak(s, c, t);
+                undo_late(cfg, s, c, t, call)
+            }
         },
         CallAt::FinishGiveBack { left, mut send } => {
             match retry::progress(cfg, s, (c, t), &mut send, None, false) {
@@ -129,6 +140,10 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                         0,
                     );
                     retry::push(s, c, t, Entry::Release(p));
+                    if left > 0 {
+                        // Best effort: the rest expire after their lease.
+                        holds::excuse_leak(s, c, t);
+                    }
                     undo_late(cfg, s, c, t, call)
                 }
             }

@@ -266,10 +266,10 @@ fn answered(
             relink(s, c, lane, old, p.id);
             Try::Again
         }
-        Purpose::Unguarded { more: 0 }
-            if code == HOLDS_REMAIN && holds::counted(cfg, s, c, lane) == 0 =>
-        {
-            // The model's bound on give-backs (the library's is 7).
+        Purpose::Unguarded { .. } if code == HOLDS_REMAIN => {
+            // More holds than the guards' may remain: the model's bound on
+            // give-backs was reached (the library's is 7), or guards hold
+            // the lock, whose last release gives them back.
             holds::excuse_leak(s, c, lane);
             Try::Settled
         }

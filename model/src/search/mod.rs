@@ -104,6 +104,14 @@ pub struct Bounds {
     pub max_depth: usize,
     /// The most time the run may take; past it the run fails.
     pub time_limit: Duration,
+    /// The most states the run may keep (each costs memory, those still to
+    /// expand a whole state each); past it the run fails like a timeout.
+    pub max_states: usize,
+}
+
+impl Bounds {
+    /// No limit on states: CI's configurations are small.
+    pub const NO_STATE_LIMIT: usize = usize::MAX;
 }
 
 /// How a run ended.
@@ -114,7 +122,8 @@ pub enum Outcome<M: Model> {
     /// Every state within `max_depth` actions was checked; some have
     /// successors beyond it.
     BoundReached,
-    /// The time limit stopped the run: not every state was checked.
+    /// The time limit (or the state limit) stopped the run: not every
+    /// state was checked.
     TimedOut,
     /// A property failed; the trace leads to a state where it does not hold.
     Violated(&'static str, Trace<M>),
@@ -149,8 +158,8 @@ impl<M: Model> Report<M> {
         match &self.outcome {
             Outcome::Exhausted | Outcome::BoundReached => {}
             Outcome::TimedOut => panic!(
-                "the search stopped on its time limit after {} states ({:.1?}, depth {}): \
-                 the bound was not exhausted; raise the limit or lower the bound",
+                "the search stopped on its time (or state) limit after {} states ({:.1?}, \
+                 depth {}): the bound was not exhausted; raise the limit or lower the bound",
                 self.states, self.elapsed, self.depth
             ),
             Outcome::Violated(name, trace) => panic!("{name} does not hold:\n{trace}"),
@@ -204,7 +213,9 @@ pub fn check<M: Model>(model: &M, bounds: Bounds) -> Report<M> {
         depth = depth.max(level);
         expanded += 1;
         // The clock is read every 256 states: cheap, and often enough.
-        if expanded % 256 == 1 && started.elapsed() > bounds.time_limit {
+        if expanded % 256 == 1
+            && (started.elapsed() > bounds.time_limit || seen.len() > bounds.max_states)
+        {
             return done(Outcome::TimedOut, &seen, transitions, depth, events);
         }
         actions.clear();

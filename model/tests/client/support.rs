@@ -10,14 +10,20 @@ use std::time::Duration;
 /// configuration's depth, so that a run exhausts its states.
 const MAX_DEPTH: usize = 400;
 
-/// A run's time limit: past it the run fails (a sample is not a proof).
-/// `REDHOLD_MODEL_LIMIT_SECS` raises it on a slow machine.
-fn limit() -> Duration {
-    let secs = std::env::var("REDHOLD_MODEL_LIMIT_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(120);
-    Duration::from_secs(secs)
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// A run's bounds: past its time limit (`REDHOLD_MODEL_LIMIT_SECS`, 120 s
+/// by default) or its state limit (`REDHOLD_MODEL_MAX_STATES`, none by
+/// default; a deep run's memory grows with it) the run fails: a sample is
+/// not a proof.
+fn bounds() -> Bounds {
+    Bounds {
+        max_depth: MAX_DEPTH,
+        time_limit: Duration::from_secs(env("REDHOLD_MODEL_LIMIT_SECS").unwrap_or(120)),
+        max_states: env("REDHOLD_MODEL_MAX_STATES").map_or(Bounds::NO_STATE_LIMIT, |n| n as usize),
+    }
 }
 
 /// Explores `cfg` to the end and checks every property in every state;
@@ -25,13 +31,7 @@ fn limit() -> Duration {
 /// happened somewhere (else the bounds are too small to mean anything).
 pub(crate) fn explore(name: &str, cfg: Config, events: &[&str]) -> Report<ClientModel> {
     let model = ClientModel::new(cfg);
-    let report = check(
-        &model,
-        Bounds {
-            max_depth: MAX_DEPTH,
-            time_limit: limit(),
-        },
-    );
+    let report = check(&model, bounds());
     println!(
         "{name}: {} states, {} transitions, depth {}, {:.1?} ({:.0} states/s)",
         report.states,
@@ -66,13 +66,7 @@ pub(crate) fn explore(name: &str, cfg: Config, events: &[&str]) -> Report<Client
 /// `expected`. Prints it.
 pub(crate) fn counterexample(name: &str, cfg: Config, expected: &[&str]) -> (String, usize) {
     let model = ClientModel::new(cfg);
-    let report = check(
-        &model,
-        Bounds {
-            max_depth: MAX_DEPTH,
-            time_limit: limit(),
-        },
-    );
+    let report = check(&model, bounds());
     let Outcome::Violated(property, trace) = &report.outcome else {
         panic!(
             "{name}: no counterexample ({} states, {:.1?}): the defect went unnoticed",
