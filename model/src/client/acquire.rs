@@ -136,7 +136,7 @@ fn take_turn(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, expired
     let lane = &mut s.thread_mut(c, t).lane;
     if lane.taken.is_none() {
         lane.taken = Some(Taker::Own);
-        call.at = CallAt::StepSettle(Settle::default());
+        call.at = CallAt::StepSettle(Settle::within(1));
         return Flow::Continue;
     }
     if expired {

@@ -40,7 +40,7 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                 return Flow::Block;
             }
             lane.taken = Some(Taker::Own);
-            call.at = CallAt::FinishSettle(Settle::default());
+            call.at = CallAt::FinishSettle(Settle::within(1));
             Flow::Continue
         }
         CallAt::FinishSettle(mut st) => {

@@ -160,11 +160,14 @@ pub struct RelSend {
     pub since_first: u8,
 }
 
-/// A lane being settled (`one.rs`, `Lane::settle`), within this tick.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// A lane being settled (`one.rs`, `Lane::settle`) by a deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Settle {
-    /// The deadline (the end of the tick the step began in) passed.
+    /// The deadline passed.
     pub expired: bool,
+    /// Ticks until the deadline: one response timeout for a step, a
+    /// worker's round or a drop, the retry bound for an unlock.
+    pub left: u8,
     /// The head entry's attempt out, if a release was resent.
     pub out: Option<Send>,
 }
@@ -226,6 +229,17 @@ impl Call {
             lost_took: false,
             heard: false,
             at: CallAt::Step,
+        }
+    }
+}
+
+impl Settle {
+    /// A settle that must end within `left` ticks.
+    pub fn within(left: u8) -> Settle {
+        Settle {
+            expired: left == 0,
+            left,
+            out: None,
         }
     }
 }

@@ -75,10 +75,7 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
                 if cfg.mutated(ClientMutation::ReleaseSkipsUndos) {
                     return send(cfg, s, c, t, rel);
                 }
-                rel.at = RelAt::Settle(Settle {
-                    expired: rel.left == 0,
-                    out: None,
-                });
+                rel.at = RelAt::Settle(Settle::within(rel.left));
                 return Flow::Continue;
             }
             if rel.left > 0 {

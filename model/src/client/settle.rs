@@ -170,8 +170,9 @@ fn first_look(
             holds::excuse_leak(s, c, lane);
             return Try::Settled;
         }
-        // Sent now, it could arrive after its latch is gone.
-        Some(alive) if alive <= 1 && !heedless => {
+        // Sent now, it (or the pool's retries of it, until the settle's
+        // deadline) could arrive after its latch is gone.
+        Some(alive) if alive <= st.left && !heedless => {
             if who == Settler::Step && cfg.mutated(ClientMutation::SettleTakesReleaseOnItsWay) {
                 return Try::Settled;
             }

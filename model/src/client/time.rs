@@ -186,6 +186,7 @@ fn renew(cfg: &Config, s: &mut State, c: u8, t: u8) {
 }
 
 fn expire(st: &mut Settle) {
+    st.left = 0;
     st.expired = true;
     if let Some(out) = &mut st.out {
         out.expired = true;
@@ -223,6 +224,7 @@ fn expire_job(s: &mut State, c: u8, t: u8) {
             let passed = rel.left == 0;
             match &mut rel.at {
                 RelAt::Settle(st) => {
+                    st.left = rel.left;
                     st.expired = passed;
                     if let Some(out) = &mut st.out {
                         out.expired = true;

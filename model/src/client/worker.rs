@@ -18,7 +18,7 @@ pub fn may_start(s: &State, c: u8, lane: u8) -> bool {
 /// Starts a round on `lane` (`try_take_turn`) and runs it.
 pub fn start(cfg: &Config, s: &mut State, c: u8, lane: u8) {
     s.thread_mut(c, lane).lane.taken = Some(Taker::Worker);
-    s.clients[usize::from(c)].worker.at = Some((lane, Settle::default()));
+    s.clients[usize::from(c)].worker.at = Some((lane, Settle::within(1)));
     go(cfg, s, c);
 }
 
