@@ -14,11 +14,14 @@ mod support;
 
 mod executors;
 mod no_sockets;
+mod process;
+mod redis_side;
 mod side;
 mod watch;
 
 mod any_executor;
 mod never_blocked;
+mod parked_cost;
 mod poll_source;
 
 use std::sync::{Mutex, MutexGuard};
