@@ -12,6 +12,7 @@
 #[path = "../../../tests/support/mod.rs"]
 mod support;
 
+mod async_redis;
 mod executors;
 mod no_sockets;
 mod process;
@@ -20,6 +21,7 @@ mod side;
 mod watch;
 
 mod any_executor;
+mod exactness;
 mod never_blocked;
 mod parked_cost;
 mod poll_source;
