@@ -21,6 +21,7 @@ mod side;
 mod watch;
 
 mod any_executor;
+mod cancellation;
 mod exactness;
 mod never_blocked;
 mod parked_cost;

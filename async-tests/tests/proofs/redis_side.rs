@@ -1,5 +1,8 @@
 //! What the server says about a client, read from a connection of the
-//! test's own: its connections (`CLIENT LIST`).
+//! test's own: its connections (`CLIENT LIST`), and everything of it left
+//! in the keyspace (hash fields, fair-queue entries, read-hold keys).
+
+use redhold::Client;
 
 use crate::support::RedisServer;
 
@@ -46,4 +49,60 @@ pub(crate) fn connections(server: &RedisServer, user: &str) -> Connections {
         }
     }
     found
+}
+
+/// Every trace of `client` in the keyspace: a key whose name carries its
+/// id (a read-hold key), a hash field (a hold), a list element (a fair
+/// queue entry) or a sorted-set member (a fair waiter's deadline) that
+/// does. Unlock latches (`redisson_unlock_latch:…`, which remember a
+/// release's reply for its resend and expire on their own) are not traces
+/// of a hold and are left out.
+pub(crate) fn traces(server: &RedisServer, client: &Client) -> Vec<String> {
+    let id = client.id().to_string();
+    let mut con = server.connection();
+    let mut found = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut con)
+            .expect("SCAN");
+        for key in keys {
+            if key.starts_with("redisson_unlock_latch:") {
+                continue;
+            }
+            if key.contains(&id) {
+                found.push(format!("key {key}"));
+                continue;
+            }
+            let kind: String = redis::cmd("TYPE").arg(&key).query(&mut con).expect("TYPE");
+            let members: Vec<String> = match kind.as_str() {
+                "hash" => redis::cmd("HKEYS").arg(&key).query(&mut con),
+                "list" => redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(&mut con),
+                "zset" => redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(&mut con),
+                _ => Ok(Vec::new()),
+            }
+            .expect("reading a key");
+            found.extend(
+                members
+                    .into_iter()
+                    .filter(|member| member.contains(&id))
+                    .map(|member| format!("{kind} {key}: {member}")),
+            );
+        }
+        if next == 0 {
+            return found;
+        }
+        cursor = next;
+    }
 }
