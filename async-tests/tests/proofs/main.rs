@@ -23,6 +23,7 @@ mod watch;
 mod any_executor;
 mod cancellation;
 mod exactness;
+mod library_bugs;
 mod never_blocked;
 mod parked_cost;
 mod poll_source;
