@@ -1,7 +1,9 @@
 //! Any executor: one small scenario (take, contend across two clients,
 //! release, an owner's reentrancy across tasks on different threads, a
-//! guard held across `.await` and moved into another task that drops it)
-//! passes on tokio's two runtimes, on smol and on a plain `block_on`.
+//! guard held across `.await` and moved into another task that drops it;
+//! then a semaphore's permit, a latch's wait, a multi-lock and a RedLock
+//! contended the same way) passes on tokio's two runtimes, on smol and on
+//! a plain `block_on`.
 //!
 //! Each executor runs on a thread that cannot touch a socket
 //! (`no_sockets.rs`), with every thread it starts: every poll, waker and
@@ -13,7 +15,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::{Client, Owner};
+use redhold::{Client, MultiLock, Owner, RedLock};
 
 use crate::executors::{eventually, nap, run, spawn, Executor};
 use crate::no_sockets::{assert_filtered, on_a_filtered_thread, warm_up};
@@ -160,6 +162,8 @@ async fn scenario(executor: Arc<dyn Executor>, world: World) {
 
     owner_reentrancy(&executor, &world).await;
     guard_moved_to_another_task(&executor, &world).await;
+    semaphore_and_latch(&executor, &world).await;
+    multi_and_red_locks(&executor, &world).await;
 }
 
 /// One owner takes a lock in one task and re-enters it in another, on
@@ -293,4 +297,151 @@ async fn guard_moved_to_another_task(executor: &Arc<dyn Executor>, world: &World
         eventually(STEP, || !world.exists(&name)).await,
         "b's queued release never ran"
     );
+}
+
+/// A semaphore of one permit contended across the clients (the permit's
+/// drop gives it back on the client's threads), and a latch waited for in
+/// a task and opened from the side.
+async fn semaphore_and_latch(executor: &Arc<dyn Executor>, world: &World) {
+    let watch = &world.watch;
+    let name = format!("any:{}:semaphore", executor.name());
+    let semaphore = world.a.semaphore(name.as_str());
+    let set = semaphore.clone();
+    assert!(world
+        .side
+        .run(move || set.try_set_permits(1).expect("try_set_permits")));
+    let permit = watch
+        .watch(|| semaphore.acquire_async())
+        .await
+        .expect("a's permit");
+    let waiter = spawn(&**executor, {
+        let semaphore = world.b.semaphore(name.as_str());
+        let watch = Arc::clone(watch);
+        async move {
+            watch
+                .watch(|| semaphore.acquire_async())
+                .await
+                .expect("b's permit")
+        }
+    });
+    assert!(
+        eventually(STEP, || world.b.stats().parked_waiters == 1).await,
+        "b's permit never parked: {:?}",
+        world.b.stats()
+    );
+    watch.drop_guard(permit);
+    let permit = waiter.await;
+    assert_eq!(permit.permits(), 1);
+    watch.drop_guard(permit);
+    let available = || {
+        let semaphore = semaphore.clone();
+        world
+            .side
+            .run(move || semaphore.available_permits().expect("available_permits"))
+    };
+    assert!(
+        eventually(STEP, || available() == 1).await,
+        "the permit never came back"
+    );
+
+    let name = format!("any:{}:latch", executor.name());
+    let latch = world.a.count_down_latch(name.as_str());
+    let set = latch.clone();
+    assert!(world
+        .side
+        .run(move || set.try_set_count(1).expect("try_set_count")));
+    let opened = spawn(&**executor, {
+        let latch = world.b.count_down_latch(name.as_str());
+        let watch = Arc::clone(watch);
+        async move {
+            watch
+                .watch(|| latch.wait_async())
+                .await
+                .expect("the latch's wait")
+        }
+    });
+    assert!(
+        eventually(STEP, || world.b.stats().parked_waiters == 1).await,
+        "the latch's waiter never parked: {:?}",
+        world.b.stats()
+    );
+    world
+        .side
+        .run(move || latch.count_down().expect("count_down"));
+    assert!(
+        opened.await,
+        "the latch's wait ended without the latch open"
+    );
+}
+
+/// A multi-lock waits for one of its locks held by another client's
+/// multi-lock; a RedLock is refused while another holds it, then taken.
+async fn multi_and_red_locks(executor: &Arc<dyn Executor>, world: &World) {
+    let watch = &world.watch;
+    let names: Vec<String> = (0..3)
+        .map(|n| format!("any:{}:multi:{n}", executor.name()))
+        .collect();
+    let multi = |client: &Client, of: &[String]| {
+        MultiLock::new(of.iter().map(|n| client.lock(n.as_str())).collect())
+    };
+    let first = multi(&world.a, &names[..2]);
+    let held = watch
+        .watch(|| first.lock_async())
+        .await
+        .expect("a's multi-lock");
+    let waiter = spawn(&**executor, {
+        let second = multi(&world.b, &names[1..]);
+        let watch = Arc::clone(watch);
+        async move {
+            watch
+                .watch(|| second.try_lock_for_async(STEP))
+                .await
+                .expect("b's multi-lock")
+                .expect("b's multi-lock once a's is released")
+        }
+    });
+    nap(Duration::from_millis(20)).await;
+    watch.drop_guard(held);
+    let held = waiter.await;
+    assert_eq!(held.guards().len(), 2);
+    watch.drop_guard(held);
+    for name in &names {
+        assert!(
+            eventually(STEP, || !world.exists(name)).await,
+            "{name} stayed held"
+        );
+    }
+
+    let names: Vec<String> = (0..3)
+        .map(|n| format!("any:{}:red:{n}", executor.name()))
+        .collect();
+    let red =
+        |client: &Client| RedLock::new(names.iter().map(|n| client.lock(n.as_str())).collect());
+    let (ours, theirs) = (red(&world.a), red(&world.b));
+    let held = watch
+        .watch(|| ours.lock_async())
+        .await
+        .expect("a's RedLock");
+    assert_eq!(held.servers_held(), 3);
+    let refused = watch
+        .watch(|| theirs.try_lock_async())
+        .await
+        .expect("b's try");
+    assert!(refused.is_none(), "b took a RedLock a holds");
+    watch
+        .watch(|| held.unlock_async())
+        .await
+        .expect("a's RedLock unlock_async");
+    let taken = watch
+        .watch(|| theirs.try_lock_async())
+        .await
+        .expect("b's try")
+        .expect("b takes the RedLock once a released it");
+    watch.drop_guard(taken);
+    for name in &names {
+        assert!(
+            eventually(STEP, || !world.exists(name)).await,
+            "{name} stayed held"
+        );
+    }
 }
