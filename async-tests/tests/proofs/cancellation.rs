@@ -1,7 +1,9 @@
 //! A cancellation storm: thousands of acquire futures of every kind
 //! (plain, fair, fenced, spin, read, write; every `_async` form, an
-//! owner's reentrant holds), each under a `tokio::time::timeout` of a few
-//! milliseconds, so that they are dropped at random points, while a chaos
+//! owner's reentrant holds; and a semaphore's, an expirable semaphore's,
+//! a latch's, a multi-lock's and a RedLock's), each under a
+//! `tokio::time::timeout` of a few milliseconds, so that they are dropped
+//! at random points, while a chaos
 //! thread kills the client's connections (`CLIENT KILL TYPE normal`, now
 //! and then its pub/sub one) and stalls the server (`DEBUG SLEEP`) past
 //! the client's response timeout. Then futures dropped at chosen states:
@@ -9,10 +11,11 @@
 //! not polled again.
 //!
 //! Afterwards the client has left nothing: no field of its in any lock
-//! hash, no fair-queue entry, no read-hold key, and another client takes
-//! every name with one attempt, seconds after the storm, where any hold
-//! left behind would stand for its 30 s TTL (fair-queue entries for the
-//! 300 s fair wait). The random choices follow a seed, printed (and taken
+//! hash, no fair-queue entry, no read-hold key, every semaphore has all
+//! its permits, and another client takes every name (the multi-locks' and
+//! RedLocks' members too) with one attempt, seconds after the storm, where
+//! any hold left behind would stand for its 30 s TTL (fair-queue entries
+//! for the 300 s fair wait, expirable permits for their 60 s lease). The random choices follow a seed, printed (and taken
 //! from `STORM_SEED` when set), so that a failure can be replayed.
 
 use std::future::Future;
@@ -23,7 +26,7 @@ use std::task::{Context, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::{Client, Lock, LockKind, Owner, OwnerGuard};
+use redhold::{Client, Lock, LockKind, MultiLock, Owner, OwnerGuard, RedLock};
 use tokio::time::timeout;
 
 use crate::no_sockets::warm_up;
@@ -35,6 +38,10 @@ const FUTURES: u64 = 8_000;
 const AT_ONCE: usize = 48;
 /// Names of each kind (read and write share theirs).
 const NAMES: usize = 4;
+/// The permits of each semaphore.
+const PERMITS: u32 = 2;
+/// The members of each RedLock.
+const RED_MEMBERS: usize = 3;
 /// The client's response timeout: below the longer stalls, so that some
 /// requests are cut off in flight and answered late.
 const RESPONSE_TIMEOUT: Duration = Duration::from_millis(150);
@@ -60,6 +67,39 @@ const KINDS: [Kind; 6] = [
     Kind::Read,
     Kind::Write,
 ];
+
+/// What else the storm's futures acquire, beside the kinds of lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Other {
+    Semaphore,
+    Expirable,
+    Latch,
+    Multi,
+    Red,
+}
+
+const OTHERS: [Other; 5] = [
+    Other::Semaphore,
+    Other::Expirable,
+    Other::Latch,
+    Other::Multi,
+    Other::Red,
+];
+
+/// The member locks of multi-lock `n`: it shares one with each neighbour.
+fn multi_members(n: usize) -> [String; 2] {
+    [
+        format!("storm:multi:{n}"),
+        format!("storm:multi:{}", (n + 1) % NAMES),
+    ]
+}
+
+/// The member locks of RedLock `n`.
+fn red_members(n: usize) -> Vec<String> {
+    (0..RED_MEMBERS)
+        .map(|k| format!("storm:red:{n}:{k}"))
+        .collect()
+}
 
 impl Kind {
     fn name(self, n: usize) -> String {
@@ -131,6 +171,23 @@ fn a_storm_of_dropped_futures_leaves_nothing_behind() {
         .build()
         .expect("the storm's client");
     warm_up(&client);
+    for n in 0..NAMES {
+        let name = format!("storm:sem:{n}");
+        assert!(client
+            .semaphore(name.as_str())
+            .try_set_permits(PERMITS)
+            .expect("a semaphore"));
+        let name = format!("storm:xsem:{n}");
+        let expirable = client.permit_expirable_semaphore(name.as_str());
+        assert!(expirable
+            .try_set_permits(PERMITS)
+            .expect("an expirable semaphore"));
+        let name = format!("storm:latch:{n}");
+        assert!(client
+            .count_down_latch(name.as_str())
+            .try_set_count(1)
+            .expect("a latch"));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
@@ -158,10 +215,10 @@ fn a_storm_of_dropped_futures_leaves_nothing_behind() {
 
     // Nothing left.
     let settling = Instant::now();
-    let mut left = traces(&server, &client);
+    let mut left = left_behind(&server, &client);
     while !left.is_empty() && settling.elapsed() < SETTLE {
         thread::sleep(Duration::from_millis(20));
-        left = traces(&server, &client);
+        left = left_behind(&server, &client);
     }
     let settled_in = settling.elapsed();
     let stats = client.stats();
@@ -204,12 +261,68 @@ fn a_storm_of_dropped_futures_leaves_nothing_behind() {
             );
         }
     }
+    for n in 0..NAMES {
+        let members = multi_members(n).into_iter().chain(red_members(n));
+        for name in members {
+            let tried = Instant::now();
+            let taken = checker
+                .lock(name.as_str())
+                .try_lock()
+                .map(|guard| guard.is_some());
+            slowest = slowest.max(tried.elapsed());
+            assert!(
+                matches!(taken, Ok(true)),
+                "another client could not take {name}: {taken:?} (STORM_SEED={seed})"
+            );
+        }
+        let name = format!("storm:sem:{n}");
+        let available = checker.semaphore(name.as_str()).available_permits();
+        assert!(
+            matches!(available, Ok(a) if a == u64::from(PERMITS)),
+            "{name}: {available:?} permits of {PERMITS} (STORM_SEED={seed})"
+        );
+        let name = format!("storm:xsem:{n}");
+        let available = checker
+            .permit_expirable_semaphore(name.as_str())
+            .available_permits();
+        assert!(
+            matches!(available, Ok(a) if a == u64::from(PERMITS)),
+            "{name}: {available:?} permits of {PERMITS} (STORM_SEED={seed})"
+        );
+        let name = format!("storm:latch:{n}");
+        let count = checker.count_down_latch(name.as_str()).count();
+        assert!(
+            matches!(count, Ok(1)),
+            "{name}: its count is {count:?} (STORM_SEED={seed})"
+        );
+    }
     eprintln!(
-        "cancellation storm: another client took every name at once, the slowest try {slowest:.2?}"
+        "cancellation storm: another client took every name at once (the slowest try {slowest:.2?}); \
+         every semaphore has its {PERMITS} permits"
     );
     for client in [client, other, checker] {
         client.shutdown().expect("shutdown");
     }
+}
+
+/// What `client` left: its [`traces`], and the permits missing from each
+/// semaphore (a permit's give-back runs on the client's threads).
+fn left_behind(server: &RedisServer, client: &Client) -> Vec<String> {
+    let mut left = traces(server, client);
+    for n in 0..NAMES {
+        let name = format!("storm:sem:{n}");
+        let plain = client.semaphore(name.as_str()).available_permits();
+        let name = format!("storm:xsem:{n}");
+        let expirable = client
+            .permit_expirable_semaphore(name.as_str())
+            .available_permits();
+        for (kind, available) in [("semaphore", plain), ("expirable semaphore", expirable)] {
+            if !matches!(available, Ok(a) if a == u64::from(PERMITS)) {
+                left.push(format!("{kind} {n}: {available:?} permits of {PERMITS}"));
+            }
+        }
+    }
+    left
 }
 
 /// The control: [`traces`] finds a hold's field, a read-hold key and a
@@ -308,13 +421,23 @@ async fn storm(client: &Client, tally: &Arc<Tally>, seed: u64) {
             .await
             .expect("the semaphore");
         let mut rng = fastrand::Rng::with_seed(seed.wrapping_add(n));
-        let kind = KINDS[rng.usize(..KINDS.len())];
-        let name = kind.name(rng.usize(..NAMES));
         let tally = Arc::clone(tally);
-        let task: Pin<Box<dyn Future<Output = ()> + Send>> =
-            with_lock!(client, kind, name.as_str(), |lock| Box::pin(one(
-                lock, rng, tally
-            )));
+        // Two in three futures are a kind of lock's.
+        let pick = rng.usize(..KINDS.len() * 3 / 2);
+        let task: Pin<Box<dyn Future<Output = ()> + Send>> = match KINDS.get(pick) {
+            Some(&kind) => {
+                let name = kind.name(rng.usize(..NAMES));
+                with_lock!(client, kind, name.as_str(), |lock| Box::pin(one(
+                    lock, rng, tally
+                )))
+            }
+            None => Box::pin(other(
+                client.clone(),
+                OTHERS[rng.usize(..OTHERS.len())],
+                rng,
+                tally,
+            )),
+        };
         tasks.push(tokio::spawn(async move {
             task.await;
             drop(permit);
@@ -377,6 +500,106 @@ async fn one<K: LockKind>(lock: Lock<K>, mut rng: fastrand::Rng, tally: Arc<Tall
             tally.acquired.fetch_add(1, Ordering::Relaxed);
             release(guard, &mut rng).await;
             return;
+        }
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// One future of the storm that is not a plain kind of lock's: a
+/// semaphore's, an expirable semaphore's, a latch's, a multi-lock's or a
+/// RedLock's, dropped by its timeout or run to its end; what it got is
+/// kept a moment and dropped (a permit's drop gives it back on the
+/// client's threads).
+async fn other(client: Client, what: Other, mut rng: fastrand::Rng, tally: Arc<Tally>) {
+    let cut = Duration::from_micros(rng.u64(0..60_000));
+    let wait = Duration::from_micros(rng.u64(0..30_000));
+    let lease = Duration::from_secs(60);
+    let n = rng.usize(..NAMES);
+    let op = rng.u8(0..4);
+    type Got = redhold::Result<Option<Box<dyn Send>>>;
+    let got: Result<Got, _> = match what {
+        Other::Semaphore => {
+            let semaphore = client.semaphore(format!("storm:sem:{n}"));
+            timeout(cut, async {
+                Ok(match op {
+                    0 => Some(semaphore.acquire_async().await?),
+                    1 => semaphore.try_acquire_async().await?,
+                    2 => semaphore.try_acquire_for_async(wait).await?,
+                    _ => semaphore.try_acquire_many_for_async(PERMITS, wait).await?,
+                }
+                .map(|permit| Box::new(permit) as Box<dyn Send>))
+            })
+            .await
+        }
+        Other::Expirable => {
+            let semaphore = client.permit_expirable_semaphore(format!("storm:xsem:{n}"));
+            timeout(cut, async {
+                Ok(match op {
+                    0 => Some(semaphore.acquire_async(lease).await?),
+                    1 => semaphore.try_acquire_async(lease).await?,
+                    _ => semaphore.try_acquire_for_async(wait, lease).await?,
+                }
+                .map(|permit| Box::new(permit) as Box<dyn Send>))
+            })
+            .await
+        }
+        Other::Latch => {
+            // Never opened: every wait ends by its timeout or its cut.
+            let latch = client.count_down_latch(format!("storm:latch:{n}"));
+            timeout(cut, async {
+                let opened = match op {
+                    0 | 1 => latch.wait_async().await?,
+                    _ => latch.wait_for_async(wait).await?,
+                };
+                Ok(opened.then(|| Box::new(()) as Box<dyn Send>))
+            })
+            .await
+        }
+        Other::Multi => {
+            let multi = MultiLock::new(
+                multi_members(n)
+                    .iter()
+                    .map(|m| client.lock(m.as_str()))
+                    .collect(),
+            );
+            timeout(cut, async {
+                Ok(match op {
+                    0 => Some(multi.lock_async().await?),
+                    1 => multi.try_lock_async().await?,
+                    2 => multi.try_lock_for_async(wait).await?,
+                    _ => Some(multi.lock_with_lease_async(lease).await?),
+                }
+                .map(|guard| Box::new(guard) as Box<dyn Send>))
+            })
+            .await
+        }
+        Other::Red => {
+            let red = RedLock::new(
+                red_members(n)
+                    .iter()
+                    .map(|m| client.lock(m.as_str()))
+                    .collect(),
+            );
+            timeout(cut, async {
+                Ok(match op {
+                    0 => Some(red.lock_async().await?),
+                    1 => red.try_lock_async().await?,
+                    2 => red.try_lock_for_async(wait).await?,
+                    _ => red.try_lock_for_with_lease_async(wait, lease).await?,
+                }
+                .map(|guard| Box::new(guard) as Box<dyn Send>))
+            })
+            .await
+        }
+    };
+    let counter = match got {
+        Err(_) => &tally.dropped,
+        Ok(Err(_)) => &tally.errors,
+        Ok(Ok(None)) => &tally.busy,
+        Ok(Ok(Some(held))) => {
+            tokio::time::sleep(Duration::from_micros(rng.u64(0..3_000))).await;
+            drop(held);
+            &tally.acquired
         }
     };
     counter.fetch_add(1, Ordering::Relaxed);
