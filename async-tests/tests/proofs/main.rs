@@ -27,6 +27,7 @@ mod library_bugs;
 mod never_blocked;
 mod parked_cost;
 mod poll_source;
+mod shutdown;
 
 use std::sync::{Mutex, MutexGuard};
 
