@@ -98,24 +98,33 @@ pub(crate) fn on_a_filtered_thread<T: Send>(name: &str, run: impl FnOnce() -> T 
 /// Starts `client`'s threads for async callers (its I/O pool and timer)
 /// from the calling thread, which must be free: a thread started from a
 /// filtered one would inherit the filter, and the client's own threads
-/// must reach Redis. An async acquire that parks on its timer, and one
-/// that takes the lock and drops the guard.
+/// must reach Redis. An async acquire that parks on its timer (long
+/// enough that its first attempt ends before its deadline, however slow
+/// the machine), and one that takes the lock and drops the guard.
 ///
 /// # Panics
 ///
 /// If the lock cannot be taken, or the threads did not start.
 pub(crate) fn warm_up(client: &redhold::Client) {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
     let lock = client.lock("warm-up");
     let held = lock.lock().expect("the warm-up's blocking lock");
-    let busy = crate::executors::block_on(lock.try_lock_for_async(Duration::from_millis(2)))
+    let before = client.stats().async_threads;
+    let asked = Instant::now();
+    let busy = crate::executors::block_on(lock.try_lock_for_async(Duration::from_millis(100)))
         .expect("the warm-up's bounded wait");
     assert!(busy.is_none(), "a held lock was taken");
+    assert!(
+        asked.elapsed() >= Duration::from_millis(100),
+        "the bounded wait ended early"
+    );
     drop(held);
     let guard = crate::executors::block_on(lock.lock_async()).expect("the warm-up's lock_async");
     drop(guard);
+    let started = client.stats().async_threads;
+    // The pool (at least one thread) and the timer.
     assert!(
-        client.stats().async_threads >= 2,
+        started >= 2 && started > before,
         "the client's async threads did not start: {:?}",
         client.stats()
     );

@@ -49,6 +49,8 @@ fn ten_thousand_parked_tasks_cost_no_thread_no_cpu_and_no_connection() {
         .enable_time()
         .build()
         .expect("a tokio runtime");
+    // Every thread started and named (a thread names itself once it runs).
+    thread::sleep(Duration::from_millis(50));
     let before = threads().len();
     let census_before = thread_census();
 
