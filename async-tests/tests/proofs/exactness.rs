@@ -1,15 +1,17 @@
 //! Exactness: 1,000 tasks of a multi-thread runtime each add one to a
 //! counter in Redis (a GET and a SET of their own, from the task) under
 //! one lock: the count is exact and no two were ever inside at once (a
-//! flag set inside the critical section); and the same with tasks and
-//! threads (blocking `lock()`) of one client mixed.
+//! flag set inside the critical section); the same with tasks and
+//! threads (blocking `lock()`) of one client mixed; and with tasks that
+//! take the lock as a member of a multi-lock, among tasks that take it
+//! alone.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use redhold::Client;
+use redhold::{Client, MultiLock};
 
 use crate::async_redis::Pool;
 use crate::no_sockets::warm_up;
@@ -43,6 +45,69 @@ fn tasks_and_threads_of_one_client_count_exactly_under_one_lock() {
         TASKS / 2,
         TASKS / 8
     );
+    client.shutdown().expect("shutdown");
+}
+
+#[test]
+fn multi_lock_tasks_and_plain_tasks_sharing_a_member_count_exactly() {
+    let _turn = crate::serial();
+    let server = RedisServer::start();
+    let client = server.client();
+    warm_up(&client);
+    const COUNTER: &str = "exact:multi:counter";
+    let section = Arc::new(Section::default());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let started = Instant::now();
+    runtime.block_on(async {
+        let pool = Arc::new(Pool::new(server.port(), 8).await);
+        let tasks: Vec<_> = (0..TASKS / 2)
+            .map(|n| {
+                let (section, pool) = (Arc::clone(&section), Arc::clone(&pool));
+                // Every task takes "exact:shared"; one in two takes it
+                // with one of two others, as a multi-lock.
+                let plain = client.lock("exact:shared");
+                let multi = MultiLock::new(vec![
+                    client.lock(format!("exact:other:{}", n % 2)),
+                    client.lock("exact:shared"),
+                ]);
+                tokio::spawn(async move {
+                    let guard: Box<dyn Send> = if n % 2 == 0 {
+                        Box::new(plain.lock_async().await.expect("a plain lock"))
+                    } else {
+                        Box::new(multi.lock_async().await.expect("a multi-lock"))
+                    };
+                    section.enter();
+                    pool.increment(COUNTER).await;
+                    section.leave();
+                    drop(guard);
+                })
+            })
+            .collect();
+        let all = async {
+            for task in tasks {
+                task.await.expect("a counting task");
+            }
+        };
+        tokio::time::timeout(LIMIT, all)
+            .await
+            .expect("the tasks finished in time");
+    });
+    let took = started.elapsed();
+    let counted: u64 = server.cmd(&["GET", COUNTER]);
+    eprintln!(
+        "exactness: {} tasks, half of them through a multi-lock, counted to {counted} in {took:.2?}",
+        TASKS / 2
+    );
+    assert_eq!(
+        section.overlaps.load(Ordering::SeqCst),
+        0,
+        "two holders were inside at once"
+    );
+    assert_eq!(counted, (TASKS / 2) as u64, "updates were lost");
     client.shutdown().expect("shutdown");
 }
 
