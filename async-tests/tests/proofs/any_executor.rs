@@ -148,7 +148,7 @@ async fn scenario(executor: Arc<dyn Executor>, world: World) {
     );
     assert!(waited < STEP, "b waited {waited:?}");
     assert!(
-        drop_took < Duration::from_millis(100),
+        drop_took < Duration::from_millis(500),
         "a guard's drop blocked {drop_took:?}"
     );
     watch

@@ -5,8 +5,10 @@
 //! opened or a reply read in a poll, a waker or a guard's drop fails
 //! there, and the proof with it; the client's own threads, started
 //! before, are free. That is how the proofs show that no Redis I/O runs
-//! on an executor's thread, in a way that really fails if it ever does
-//! ([`assert_filtered`] shows the filter biting a real blocking call).
+//! on an executor's thread, in a way that really fails if it ever does:
+//! [`assert_filtered`] checks that the filter is there, and
+//! `never_blocked.rs` shows it failing a blocking redhold call made on
+//! such a thread.
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;

@@ -145,6 +145,8 @@ fn ten_thousand_parked_tasks_cost_no_thread_no_cpu_and_no_connection() {
         cpu <= window.mul_f64(CPU_SHARE) + ticks,
         "waiting burns CPU by /proc/self/stat\n{report}"
     );
+    // One command connection per I/O thread, and one more for a call of
+    // the client's other threads (the watchdog's, a release's).
     assert!(
         cons.commands <= IO_THREADS + 1 && cons.pubsub <= 1,
         "connections grew with the tasks\n{report}"
