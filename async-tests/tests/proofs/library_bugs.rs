@@ -1,8 +1,7 @@
-//! Library bugs the proofs ran into, each shown by a test that fails
-//! today. They are ignored until fixed (as `tests/faults` does), so that
-//! the workspace's tests stay green; run them with
-//! `cargo test -p redhold-async-tests -- --ignored`. Remove the `ignore`
-//! with the fix.
+//! Library bugs the proofs ran into, each shown by a test that failed
+//! before its fix (both fixed: the command connections are named by
+//! `server/opener.rs`; an async spin-lock waiter's backoff counts as
+//! parked, `engine/async_acquire/round.rs`).
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,7 +18,6 @@ use crate::support::RedisServer;
 /// connections apart (the parked-task proof logs its client in as an ACL
 /// user of its own to count them).
 #[test]
-#[ignore = "fails: a client's command connections are not named (CLIENT SETNAME), only its pub/sub one"]
 fn every_connection_of_a_client_carries_its_name() {
     let _turn = crate::serial();
     let server = RedisServer::start();
@@ -52,7 +50,6 @@ fn every_connection_of_a_client_carries_its_name() {
 /// attempts (`Phase::Sleeping`, `engine/async_acquire/round.rs`) do not
 /// count as parked, only its parks in a channel's line do.
 #[test]
-#[ignore = "fails: an async spin-lock waiter between attempts is not counted in Stats::parked_waiters"]
 fn an_async_spin_lock_waiter_counts_as_parked_like_a_threads() {
     let _turn = crate::serial();
     let server = RedisServer::start();

@@ -84,7 +84,22 @@ impl<K: KindOps> AsyncAcquire<K> {
                         return Some(end);
                     }
                 }
-                Phase::Sleeping { until, timer } => {
+                Phase::Sleeping {
+                    until,
+                    timer,
+                    parked,
+                } => {
+                    if !abandoned && Instant::now() < until {
+                        driving.phase = Phase::Sleeping {
+                            until,
+                            timer,
+                            parked,
+                        };
+                        return None;
+                    }
+                    if parked {
+                        self.engine.counters.parked.fetch_sub(1, Ordering::Relaxed);
+                    }
                     if abandoned {
                         if let Some(timer) = timer {
                             self.engine.tasks().timers().cancel(timer);
@@ -92,10 +107,6 @@ impl<K: KindOps> AsyncAcquire<K> {
                         self.call(&driving.call)
                             .leave_unsettled(driving.maybe_handed);
                         return Some(Ok(None));
-                    }
-                    if Instant::now() < until {
-                        driving.phase = Phase::Sleeping { until, timer };
-                        return None;
                     }
                 }
                 Phase::Loop if abandoned => {

@@ -39,7 +39,7 @@ impl<K: KindOps> AsyncAcquire<K> {
                     .map_or(courtesy, |l| l.min(courtesy))
                     .min(COURTESY_SLICE);
                 if !slice.is_zero() {
-                    self.sleep(driving, slice);
+                    self.sleep(driving, slice, false);
                     return None;
                 }
             }
@@ -143,7 +143,9 @@ impl<K: KindOps> AsyncAcquire<K> {
         if driving.subscription.is_some() {
             self.park(driving, park)
         } else {
-            self.sleep(driving, park);
+            // A spin lock's backoff: counted as parked, as a thread's is.
+            self.engine.counters.parked.fetch_add(1, Ordering::Relaxed);
+            self.sleep(driving, park, true);
             None
         }
     }
@@ -177,12 +179,16 @@ impl<K: KindOps> AsyncAcquire<K> {
         }
     }
 
-    /// Sleeps `pause` without a line to wait in (a spin lock's backoff, a
-    /// courtesy slice): the timer ends it.
-    fn sleep(self: &Arc<Self>, driving: &mut Driving, pause: Duration) {
+    /// Sleeps `pause` without a line to wait in (a spin lock's backoff,
+    /// counted as `parked`, or a courtesy slice): the timer ends it.
+    fn sleep(self: &Arc<Self>, driving: &mut Driving, pause: Duration, parked: bool) {
         let until = crate::config::deadline_after(Instant::now(), pause);
         let timer = self.timer(until);
-        driving.phase = Phase::Sleeping { until, timer };
+        driving.phase = Phase::Sleeping {
+            until,
+            timer,
+            parked,
+        };
     }
 
     /// A timer at `until` that schedules the next step; `None` when the
