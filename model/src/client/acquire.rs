@@ -191,6 +191,11 @@ fn reply(
                 // Kept open: its undo will follow it (`late.rs`).
                 call.late.push(out.wire);
                 sent.kept = true;
+            } else {
+                // Cut before its reply: it may have run, and only a later
+                // answer counts what it took (`Pool::run_once`,
+                // `LateRequests::cut`).
+                call.cut = (call.cut + 1).min(2);
             }
             if out.tries_left > 0 {
                 return send(cfg, s, c, t, call, sent, out.tries_left - 1);
@@ -203,6 +208,8 @@ fn reply(
     };
     call.unsure = false;
     call.unsure_is_late = false;
+    // An answer counts what the cut attempts took (`LateRequests::answered`).
+    call.cut = 0;
     let heard = std::mem::take(&mut call.heard);
     if answer == Answer::HoldsGone && sent.holds_here {
         // The holds counted here are gone: their generation ends, and a

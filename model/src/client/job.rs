@@ -34,6 +34,10 @@ pub struct Call {
     pub unsure: bool,
     /// ... and its connection is among `late`.
     pub unsure_is_late: bool,
+    /// Attempts cut before their reply since the call's last answer
+    /// (`LateRequests::cut_since_answer`): each may have taken a hold no
+    /// answer counted (at most 2 kept).
+    pub cut: u8,
     /// Failed attempts in a row (the outage's looks).
     pub outages: u8,
     /// Joined the waiters (`acquire_slow`: subscribed).
@@ -49,9 +53,6 @@ pub struct Call {
     /// Ghost: its client heard a release message since this attempt was
     /// sent (see [`super::known::Known::WakeUpTakenByOtherWaiter`]).
     pub heard: bool,
-    /// Ghost: an attempt of the call took a hold and its reply was lost
-    /// to a cut (see [`super::known::Known::LostReplyBeforeLateRetry`]).
-    pub lost_took: bool,
     /// Where it is.
     pub at: CallAt,
 }
@@ -221,12 +222,12 @@ impl Call {
             late: Vec::new(),
             unsure: false,
             unsure_is_late: false,
+            cut: 0,
             outages: 0,
             joined: false,
             handed_wake: false,
             first_busy: None,
             result: None,
-            lost_took: false,
             heard: false,
             at: CallAt::Step,
         }

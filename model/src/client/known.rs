@@ -5,18 +5,25 @@
 //! server (`tests/faults/model_found.rs`, failing until fixed). Once one
 //! is fixed in `src/`, the model's mirror of the fix makes its test here
 //! fail: then the entry goes.
+//!
+//! Fixed so far, and mirrored (each now a [`super::ClientMutation`]): a
+//! lost acquire reply before a late retry (42393ed,
+//! `UndoIgnoresCutAttempts`). `CutAttemptsUndoLost` is what that fix
+//! leaves.
 
 /// A defect the model found in the library as built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Known {
-    /// An acquire call whose attempt took the lock but lost its reply to
-    /// a cut connection, and whose retry then timed out, gives back only
-    /// the late retry's hold (its undo, `above:N`, releases one hold) and
-    /// skips `settle_unsure`'s look (`unsure_is_late`): the first
-    /// attempt's hold stays with no guard until its lease or watchdog
-    /// timeout runs out.
-    LostReplyBeforeLateRetry,
+    /// The holds of attempts cut before their reply are given back by
+    /// extra releases on the last late attempt's connection
+    /// (`undo_behind`, 42393ed), and the settling look is skipped while a
+    /// late attempt may run (`settle_unsure`, `unsure_is_late`). When that
+    /// connection dies before its undo runs (a partition: the attempt's
+    /// reply lost as it begins, the retry on a connection that is never
+    /// answered and closed at the heal), nothing gives them back: a hold
+    /// with no guard until its lease or watchdog timeout runs out.
+    CutAttemptsUndoLost,
     /// A release wakes one waiter per client (`Waiters::wake_one`); the
     /// client's other waiters sleep on the TTL they read before it (parked
     /// already, or with an attempt on its way). When the woken waiter
@@ -28,8 +35,6 @@ pub enum Known {
 
 impl Known {
     /// Every known defect.
-    pub const ALL: &'static [Known] = &[
-        Known::LostReplyBeforeLateRetry,
-        Known::WakeUpTakenByOtherWaiter,
-    ];
+    pub const ALL: &'static [Known] =
+        &[Known::CutAttemptsUndoLost, Known::WakeUpTakenByOtherWaiter];
 }
