@@ -7,10 +7,10 @@
 //! Once it is, the model's mirror of the fix makes the test here fail:
 //! then the excuse and this test go.
 //!
-//! The first it found (a lost reply before a late retry) is fixed and
-//! mirrored; its fix left out is a mutation now
-//! (`tests/client_mutations.rs`). The first test here is what that fix
-//! leaves.
+//! The first two it found (a lost reply before a late retry, a wake-up
+//! taken by another waiter) are fixed and mirrored; their fixes left out
+//! are mutations now (`tests/client_mutations.rs`). The two here are what
+//! those fixes leave.
 
 #[allow(dead_code)] // Each test file uses part of the support.
 mod client {
@@ -43,11 +43,10 @@ fn the_give_back_of_a_cut_attempt_is_lost_with_the_late_retrys_connection() {
 }
 
 #[test]
-fn a_waiter_sleeps_past_a_free_lock_when_its_wake_up_went_to_another() {
-    let cfg = unexcused(Known::WakeUpTakenByOtherWaiter, Config::handover());
+fn a_waiter_whose_attempt_read_the_ttl_before_a_local_taking_sleeps_past_a_free_lock() {
     counterexample(
-        "wake-up taken by another waiter",
-        cfg,
+        "TTL read before a local taking",
+        unexcused(Known::TtlReadBeforeLocalTake, Config::handover()),
         &["no waiter parked on a free lock with nothing on its way"],
     );
 }

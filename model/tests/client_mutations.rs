@@ -142,3 +142,9 @@ fn a_late_retrys_undo_that_ignores_the_attempts_cut_before_it() {
     );
     counterexample("undo ignores cut attempts", cfg, &[EXCLUSION, AT_REST]);
 }
+
+#[test]
+fn a_local_taking_that_leaves_the_parked_waiters_unbounded() {
+    let cfg = mutated(ClientMutation::NoBoundOnLocalTake, Config::handover());
+    counterexample("no bound on a local taking", cfg, &[WAITERS]);
+}

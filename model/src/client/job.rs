@@ -50,9 +50,10 @@ pub struct Call {
     pub first_busy: Option<(u8, bool)>,
     /// How the call came out, once decided.
     pub result: Option<Outcome>,
-    /// Ghost: its client heard a release message since this attempt was
-    /// sent (see [`super::known::Known::WakeUpTakenByOtherWaiter`]).
-    pub heard: bool,
+    /// Ghost: this attempt read the lock's TTL before another call of
+    /// its client took the lock and bounded the waiters parked then (see
+    /// [`super::known::Known::TtlReadBeforeLocalTake`]).
+    pub missed_bound: bool,
     /// Where it is.
     pub at: CallAt,
 }
@@ -120,7 +121,8 @@ pub struct Park {
     pub reserved: bool,
     /// How it was woken, once it was.
     pub woke: Option<Wake>,
-    /// Ghost: its TTL was read before a release its client heard.
+    /// Ghost: its TTL was read before a local taking that bounded the
+    /// waiters parked then, and it parked after it.
     pub stale: bool,
 }
 
@@ -228,7 +230,7 @@ impl Call {
             handed_wake: false,
             first_busy: None,
             result: None,
-            heard: false,
+            missed_bound: false,
             at: CallAt::Step,
         }
     }

@@ -8,8 +8,9 @@
 //!
 //! Fixed so far, and mirrored (each now a [`super::ClientMutation`]): a
 //! lost acquire reply before a late retry (42393ed,
-//! `UndoIgnoresCutAttempts`). `CutAttemptsUndoLost` is what that fix
-//! leaves.
+//! `UndoIgnoresCutAttempts`), a wake-up taken by another waiter
+//! (0d18fa5, `NoBoundOnLocalTake`). The two below are what those fixes
+//! leave.
 
 /// A defect the model found in the library as built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,22 +20,20 @@ pub enum Known {
     /// extra releases on the last late attempt's connection
     /// (`undo_behind`, 42393ed), and the settling look is skipped while a
     /// late attempt may run (`settle_unsure`, `unsure_is_late`). When that
-    /// connection dies before its undo runs (a partition: the attempt's
-    /// reply lost as it begins, the retry on a connection that is never
-    /// answered and closed at the heal), nothing gives them back: a hold
-    /// with no guard until its lease or watchdog timeout runs out.
+    /// connection is cut before its undo runs (the first attempt's reply
+    /// lost to a cut, the retry held back, then its connection cut too),
+    /// nothing gives them back: a hold with no guard until its lease or
+    /// watchdog timeout runs out.
     CutAttemptsUndoLost,
-    /// A release wakes one waiter per client (`Waiters::wake_one`); the
-    /// client's other waiters sleep on the TTL they read before it (parked
-    /// already, or with an attempt on its way). When the woken waiter
-    /// takes the lock with a shorter lease and its hold expires
-    /// unreleased, they sleep on past it: the lock free, no message
-    /// coming, for up to the old holder's TTL.
-    WakeUpTakenByOtherWaiter,
+    /// A local taking of the lock bounds the waiters parked at that moment
+    /// (`Waiters::bound_parked`, 0d18fa5). A waiter whose attempt read the
+    /// old holder's TTL before the release, its reply still on its way,
+    /// parks after the taking on that TTL, unbounded: when the new hold
+    /// expires unannounced, it sleeps past a free lock.
+    TtlReadBeforeLocalTake,
 }
 
 impl Known {
     /// Every known defect.
-    pub const ALL: &'static [Known] =
-        &[Known::CutAttemptsUndoLost, Known::WakeUpTakenByOtherWaiter];
+    pub const ALL: &'static [Known] = &[Known::CutAttemptsUndoLost, Known::TtlReadBeforeLocalTake];
 }

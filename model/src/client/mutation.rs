@@ -47,6 +47,12 @@ pub enum ClientMutation {
     /// no guard (found by this model in the library as built, fixed in
     /// 42393ed).
     UndoIgnoresCutAttempts,
+    /// A local call that takes the lock after waiting leaves the other
+    /// waiters parked on the TTLs they read before (`wait.rs`,
+    /// `bound_waiters_left` not called): when its hold expires
+    /// unannounced, they sleep on past a free lock (found by this model
+    /// in the library as built, fixed in 0d18fa5).
+    NoBoundOnLocalTake,
 }
 
 impl ClientMutation {
@@ -62,5 +68,6 @@ impl ClientMutation {
         ClientMutation::UndoTakenBeforeReply,
         ClientMutation::FirstBusySkipAlways,
         ClientMutation::UndoIgnoresCutAttempts,
+        ClientMutation::NoBoundOnLocalTake,
     ];
 }
