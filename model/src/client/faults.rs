@@ -4,7 +4,7 @@
 //! client's pub/sub connection dropped, a client crashed.
 
 use super::config::{Config, Fault};
-use super::job::Job;
+use super::job::{CallAt, Job};
 use super::known::Known;
 use super::pubsub;
 use super::server::is_undo;
@@ -148,7 +148,10 @@ fn cut(cfg: &Config, s: &mut State, w: WireId) {
     let give_back_lost = s.wire(w).requests.iter().filter(|r| is_undo(r)).count() > 1
         && cfg.excuses(Known::CutAttemptsUndoLost);
     for thread in &mut s.clients[usize::from(c)].threads {
-        let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w));
+        // Kept for its undo, or about to be: its response timeout passed
+        // before the cut (the library keeps it as the timeout fires).
+        let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w)
+            || matches!(call.at, CallAt::Sent(send, _) if send.wire == w && send.expired));
         let undo = thread
             .lane
             .entries
