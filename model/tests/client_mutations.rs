@@ -133,3 +133,18 @@ fn safety_iv_b_the_workers_release_overtakes_an_undo() {
     let cfg = mutated(ClientMutation::UndoTakenBeforeReply, Config::plain_faults());
     counterexample("undo taken before its reply", cfg, &[EXCLUSION, AT_REST]);
 }
+
+#[test]
+fn a_late_retrys_undo_that_ignores_the_attempts_cut_before_it() {
+    let cfg = mutated(
+        ClientMutation::UndoIgnoresCutAttempts,
+        Config::plain_faults(),
+    );
+    counterexample("undo ignores cut attempts", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_local_taking_that_leaves_the_parked_waiters_unbounded() {
+    let cfg = mutated(ClientMutation::NoBoundOnLocalTake, Config::handover());
+    counterexample("no bound on a local taking", cfg, &[WAITERS]);
+}

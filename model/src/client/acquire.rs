@@ -58,7 +58,6 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                     call.first_busy = Some((0, true));
                 }
             }
-            call.heard = false;
             take_turn(cfg, s, c, t, call, false)
         }
         CallAt::StepTurn { expired } => take_turn(cfg, s, c, t, call, expired),
@@ -184,13 +183,18 @@ fn reply(
         Read::Waiting => return Flow::Block,
         Read::Reply(answer) => answer,
         failed => {
-            call.heard = false;
+            call.missed_bound = false;
             // A reply not read whole may hide a script that ran.
             call.unsure = true;
             if failed == Read::TimedOut {
                 // Kept open: its undo will follow it (`late.rs`).
                 call.late.push(out.wire);
                 sent.kept = true;
+            } else {
+                // Cut before its reply: it may have run, and only a later
+                // answer counts what it took (`Pool::run_once`,
+                // `LateRequests::cut`).
+                call.cut = (call.cut + 1).min(2);
             }
             if out.tries_left > 0 {
                 return send(cfg, s, c, t, call, sent, out.tries_left - 1);
@@ -203,7 +207,9 @@ fn reply(
     };
     call.unsure = false;
     call.unsure_is_late = false;
-    let heard = std::mem::take(&mut call.heard);
+    // An answer counts what the cut attempts took (`LateRequests::answered`).
+    call.cut = 0;
+    let missed_bound = std::mem::take(&mut call.missed_bound);
     if answer == Answer::HoldsGone && sent.holds_here {
         // The holds counted here are gone: their generation ends, and a
         // second request takes the lock anew.
@@ -248,7 +254,7 @@ fn reply(
         }
         Answer::Busy { ticks } => {
             give_back_turn(s, c, t);
-            wait::busy(cfg, s, c, t, call, ticks, heard)
+            wait::busy(cfg, s, c, t, call, ticks, missed_bound)
         }
         // A re-entry's reply to a plain acquire: the library reports it.
         Answer::HoldsGone => {
@@ -286,6 +292,14 @@ pub fn decide(
     // The subscription ends with the contended path.
     let was_joined = std::mem::take(&mut call.joined);
     call.first_busy = None;
+    if was_joined && outcome == Outcome::Got {
+        // A taking on the contended path (after a hand-over too) ends the
+        // park of every waiter still parked for the lock by the TTL it set
+        // (`Call::bound_waiters_left`, `Waiters::bound_parked`; the async
+        // path's end alike, `async_acquire/round.rs`).
+        let lease = cfg.clients[usize::from(c)][usize::from(t)];
+        super::pubsub::bound_parked(cfg, s, c, cfg.lease_ticks(lease));
+    }
     if was_joined {
         // Not counted any more (this call is out of the job meanwhile).
         super::pubsub::left(s, c);

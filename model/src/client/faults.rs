@@ -5,8 +5,10 @@
 
 use super::config::{Config, Fault};
 use super::job::{CallAt, Job};
+use super::known::Known;
 use super::pubsub;
-use super::state::{Answer, Entry, Lane, Request, State, WireId};
+use super::server::is_undo;
+use super::state::{Entry, Lane, Request, State, WireId};
 use crate::call::Call;
 use crate::keyspace::Keyspace;
 
@@ -69,12 +71,12 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<FaultAction>) {
 }
 
 /// Injects `fault`.
-pub fn apply(s: &mut State, fault: FaultAction) {
+pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
     if !matches!(fault, FaultAction::Heal(_)) {
         s.faults_left -= 1;
     }
     match fault {
-        FaultAction::Cut(w) => cut(s, w),
+        FaultAction::Cut(w) => cut(cfg, s, w),
         FaultAction::HoldBack(w) => {
             let wire = &mut s.wires[usize::from(w)];
             wire.held = true;
@@ -83,15 +85,15 @@ pub fn apply(s: &mut State, fault: FaultAction) {
         FaultAction::Partition(c) => {
             s.clients[usize::from(c)].partitioned = true;
             s.clients[usize::from(c)].inbox = 0;
-            cut_all(s, |wire_client, _| wire_client == c);
+            cut_all(cfg, s, |wire_client, _| wire_client == c);
         }
         FaultAction::Heal(c) => {
             s.clients[usize::from(c)].partitioned = false;
-            cut_all(s, |wire_client, silent| wire_client == c && silent);
+            cut_all(cfg, s, |wire_client, silent| wire_client == c && silent);
             pubsub::wake_all(s, c);
         }
         FaultAction::Restart => {
-            cut_all(s, |_, _| true);
+            cut_all(cfg, s, |_, _| true);
             s.redis = Keyspace::new();
             for c in 0..s.clients.len() as u8 {
                 for thread in &mut s.clients[usize::from(c)].threads {
@@ -104,7 +106,7 @@ pub fn apply(s: &mut State, fault: FaultAction) {
         }
         FaultAction::PubSubDrop(c) => pubsub::wake_all(s, c),
         FaultAction::Crash(c) => {
-            cut_all(s, |wire_client, _| wire_client == c);
+            cut_all(cfg, s, |wire_client, _| wire_client == c);
             let client = &mut s.clients[usize::from(c)];
             client.up = false;
             client.inbox = 0;
@@ -120,11 +122,11 @@ pub fn apply(s: &mut State, fault: FaultAction) {
     }
 }
 
-fn cut_all(s: &mut State, which: impl Fn(u8, bool) -> bool) {
+fn cut_all(cfg: &Config, s: &mut State, which: impl Fn(u8, bool) -> bool) {
     for w in 0..s.wires.len() {
         let wire = &s.wires[w];
         if !wire.cut && which(wire.client, wire.silent) {
-            cut(s, w as WireId);
+            cut(cfg, s, w as WireId);
         }
     }
 }
@@ -132,7 +134,7 @@ fn cut_all(s: &mut State, which: impl Fn(u8, bool) -> bool) {
 /// Cuts `w`. A late acquire's connection cut before its undo ran may
 /// leave a hold nobody stands for until it expires (a documented limit):
 /// its thread is excused from the at-rest count meanwhile.
-fn cut(s: &mut State, w: WireId) {
+fn cut(cfg: &Config, s: &mut State, w: WireId) {
     let c = s.wire(w).client;
     // A late acquire that never ran leaves nothing behind.
     let ran = !s.wire(w).requests.iter().any(|r| {
@@ -141,24 +143,22 @@ fn cut(s: &mut State, w: WireId) {
             Request::Script(Call::Acquire { .. } | Call::FencedAcquire { .. })
         )
     });
+    // ... but more than one undo on it carries the give-back of attempts
+    // cut before their reply (`undo_behind`): those holds stay.
+    let give_back_lost = s.wire(w).requests.iter().filter(|r| is_undo(r)).count() > 1
+        && cfg.excuses(Known::CutAttemptsUndoLost);
     for thread in &mut s.clients[usize::from(c)].threads {
-        let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w));
+        // Kept for its undo, or about to be: its response timeout passed
+        // before the cut (the library keeps it as the timeout fires).
+        let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w)
+            || matches!(call.at, CallAt::Sent(send, _) if send.wire == w && send.expired));
         let undo = thread
             .lane
             .entries
             .iter()
             .any(|e| matches!(e, Entry::Undo { wire, .. } if *wire == w));
-        if ran && (late || undo) {
+        if (ran || give_back_lost) && (late || undo) {
             thread.ghost.leak_excused = true;
-        }
-        if let Job::Acquire(call) = &mut thread.job {
-            let took = s.wires[usize::from(w)]
-                .replies
-                .iter()
-                .any(|a| matches!(a, Answer::Took { .. }));
-            if took && matches!(call.at, CallAt::Sent(send, _) if send.wire == w) {
-                call.lost_took = true;
-            }
         }
     }
     let wire = &mut s.wires[usize::from(w)];

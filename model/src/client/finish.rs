@@ -53,13 +53,6 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                 Settled::NotYet => false,
             };
             let unsure = call.result == Some(Outcome::Failed) && call.unsure;
-            if unsure
-                && call.unsure_is_late
-                && call.lost_took
-                && cfg.excuses(Known::LostReplyBeforeLateRetry)
-            {
-                holds::excuse_leak(s, c, t);
-            }
             if unsure && !settled {
                 // No look without the lane settled: a hold the attempt may
                 // have taken expires after its lease (a documented limit).
@@ -154,8 +147,19 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
 
 /// Writes an undo behind each late attempt (`Call::undo_late`), lets
 /// other calls' steps send again, gives back the turn: the call is over.
+///
+/// Attempts cut before their reply since the call's last answer
+/// (`LateRequests::cut_since_answer`) may each hold one more: the last
+/// late attempt's undo gives back that many more, under the same
+/// condition (`undo_behind`: `1 + cut` releases `above:N` on the last
+/// connection).
 fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
     let late = std::mem::take(&mut call.late);
+    let cut = if cfg.mutated(ClientMutation::UndoIgnoresCutAttempts) {
+        0
+    } else {
+        std::mem::take(&mut call.cut)
+    };
     if !late.is_empty() && !cfg.mutated(ClientMutation::NoUndoBehindLate) {
         let lane = &s.thread(c, t).lane;
         let pending = lane
@@ -164,20 +168,29 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
             .filter(|e| matches!(e, Entry::Release(_) | Entry::Shared { .. }))
             .count() as u8;
         let above = holds::counted(cfg, s, c, t) + pending;
-        for wire in late {
+        let last = late.len() - 1;
+        for (n, wire) in late.into_iter().enumerate() {
+            let releases = if n == last { 1 + cut } else { 1 };
             if s.wire(wire).cut {
                 // It cannot follow: the late request ran or never will.
+                if releases > 1 && cfg.excuses(Known::CutAttemptsUndoLost) {
+                    // ... and the give-back of the cut attempts' holds,
+                    // which rides on it, is lost.
+                    holds::excuse_leak(s, c, t);
+                }
                 continue;
             }
-            let id = s.fresh_id();
-            let Request::Script(undo) =
-                release_call(cfg, c, t, id, Attempt::Above(i64::from(above)), None)
-            else {
-                unreachable!("a script")
-            };
-            s.wires[usize::from(wire)]
-                .requests
-                .push(Request::Script(undo));
+            for _ in 0..releases {
+                let id = s.fresh_id();
+                let Request::Script(undo) =
+                    release_call(cfg, c, t, id, Attempt::Above(i64::from(above)), None)
+                else {
+                    unreachable!("a script")
+                };
+                s.wires[usize::from(wire)]
+                    .requests
+                    .push(Request::Script(undo));
+            }
             retry::push(
                 s,
                 c,

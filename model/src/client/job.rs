@@ -34,6 +34,10 @@ pub struct Call {
     pub unsure: bool,
     /// ... and its connection is among `late`.
     pub unsure_is_late: bool,
+    /// Attempts cut before their reply since the call's last answer
+    /// (`LateRequests::cut_since_answer`): each may have taken a hold no
+    /// answer counted (at most 2 kept).
+    pub cut: u8,
     /// Failed attempts in a row (the outage's looks).
     pub outages: u8,
     /// Joined the waiters (`acquire_slow`: subscribed).
@@ -46,12 +50,10 @@ pub struct Call {
     pub first_busy: Option<(u8, bool)>,
     /// How the call came out, once decided.
     pub result: Option<Outcome>,
-    /// Ghost: its client heard a release message since this attempt was
-    /// sent (see [`super::known::Known::WakeUpTakenByOtherWaiter`]).
-    pub heard: bool,
-    /// Ghost: an attempt of the call took a hold and its reply was lost
-    /// to a cut (see [`super::known::Known::LostReplyBeforeLateRetry`]).
-    pub lost_took: bool,
+    /// Ghost: this attempt read the lock's TTL before another call of
+    /// its client took the lock and bounded the waiters parked then (see
+    /// [`super::known::Known::TtlReadBeforeLocalTake`]).
+    pub missed_bound: bool,
     /// Where it is.
     pub at: CallAt,
 }
@@ -119,7 +121,8 @@ pub struct Park {
     pub reserved: bool,
     /// How it was woken, once it was.
     pub woke: Option<Wake>,
-    /// Ghost: its TTL was read before a release its client heard.
+    /// Ghost: its TTL was read before a local taking that bounded the
+    /// waiters parked then, and it parked after it.
     pub stale: bool,
 }
 
@@ -221,13 +224,13 @@ impl Call {
             late: Vec::new(),
             unsure: false,
             unsure_is_late: false,
+            cut: 0,
             outages: 0,
             joined: false,
             handed_wake: false,
             first_busy: None,
             result: None,
-            lost_took: false,
-            heard: false,
+            missed_bound: false,
             at: CallAt::Step,
         }
     }

@@ -5,31 +5,35 @@
 //! server (`tests/faults/model_found.rs`, failing until fixed). Once one
 //! is fixed in `src/`, the model's mirror of the fix makes its test here
 //! fail: then the entry goes.
+//!
+//! Fixed so far, and mirrored (each now a [`super::ClientMutation`]): a
+//! lost acquire reply before a late retry (42393ed,
+//! `UndoIgnoresCutAttempts`), a wake-up taken by another waiter
+//! (0d18fa5, `NoBoundOnLocalTake`). The two below are what those fixes
+//! leave.
 
 /// A defect the model found in the library as built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Known {
-    /// An acquire call whose attempt took the lock but lost its reply to
-    /// a cut connection, and whose retry then timed out, gives back only
-    /// the late retry's hold (its undo, `above:N`, releases one hold) and
-    /// skips `settle_unsure`'s look (`unsure_is_late`): the first
-    /// attempt's hold stays with no guard until its lease or watchdog
-    /// timeout runs out.
-    LostReplyBeforeLateRetry,
-    /// A release wakes one waiter per client (`Waiters::wake_one`); the
-    /// client's other waiters sleep on the TTL they read before it (parked
-    /// already, or with an attempt on its way). When the woken waiter
-    /// takes the lock with a shorter lease and its hold expires
-    /// unreleased, they sleep on past it: the lock free, no message
-    /// coming, for up to the old holder's TTL.
-    WakeUpTakenByOtherWaiter,
+    /// The holds of attempts cut before their reply are given back by
+    /// extra releases on the last late attempt's connection
+    /// (`undo_behind`, 42393ed), and the settling look is skipped while a
+    /// late attempt may run (`settle_unsure`, `unsure_is_late`). When that
+    /// connection is cut before its undo runs (the first attempt's reply
+    /// lost to a cut, the retry held back, then its connection cut too),
+    /// nothing gives them back: a hold with no guard until its lease or
+    /// watchdog timeout runs out.
+    CutAttemptsUndoLost,
+    /// A local taking of the lock bounds the waiters parked at that moment
+    /// (`Waiters::bound_parked`, 0d18fa5). A waiter whose attempt read the
+    /// old holder's TTL before the release, its reply still on its way,
+    /// parks after the taking on that TTL, unbounded: when the new hold
+    /// expires unannounced, it sleeps past a free lock.
+    TtlReadBeforeLocalTake,
 }
 
 impl Known {
     /// Every known defect.
-    pub const ALL: &'static [Known] = &[
-        Known::LostReplyBeforeLateRetry,
-        Known::WakeUpTakenByOtherWaiter,
-    ];
+    pub const ALL: &'static [Known] = &[Known::CutAttemptsUndoLost, Known::TtlReadBeforeLocalTake];
 }

@@ -40,6 +40,19 @@ pub enum ClientMutation {
     /// even when a release was announced in between (`first_busy.rs`,
     /// `quiet_since` ignored).
     FirstBusySkipAlways,
+    /// The last late attempt's undo gives back one hold only, whatever
+    /// attempts were cut before their reply since the call's last answer
+    /// (`attempt.rs`, `undo_behind` without `cut`; `pool.rs` not counting
+    /// them): a hold taken by an attempt whose reply a cut lost stays with
+    /// no guard (found by this model in the library as built, fixed in
+    /// 42393ed).
+    UndoIgnoresCutAttempts,
+    /// A local call that takes the lock after waiting leaves the other
+    /// waiters parked on the TTLs they read before (`wait.rs`,
+    /// `bound_waiters_left` not called): when its hold expires
+    /// unannounced, they sleep on past a free lock (found by this model
+    /// in the library as built, fixed in 0d18fa5).
+    NoBoundOnLocalTake,
 }
 
 impl ClientMutation {
@@ -54,5 +67,7 @@ impl ClientMutation {
         ClientMutation::SettleTakesReleaseOnItsWay,
         ClientMutation::UndoTakenBeforeReply,
         ClientMutation::FirstBusySkipAlways,
+        ClientMutation::UndoIgnoresCutAttempts,
+        ClientMutation::NoBoundOnLocalTake,
     ];
 }

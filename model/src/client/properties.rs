@@ -123,7 +123,7 @@ fn counts_match(_cfg: &Config, s: &State) -> bool {
 /// After a tick: each parked waiter's ticks on a free lock with no
 /// message on its way to its client and nobody about to take the lock.
 pub fn count_starving(cfg: &Config, s: &mut State) {
-    let excused = cfg.excuses(Known::WakeUpTakenByOtherWaiter);
+    let excused = cfg.excuses(Known::TtlReadBeforeLocalTake);
     let free = !s.redis.exists(Key::Name(LOCK));
     let trying = s
         .clients

@@ -1,12 +1,15 @@
 //! A client's subscriber and its waiters (`pubsub/`): a release message
 //! wakes the oldest parked waiter (`Waiters::wake_one`), a reconnect wakes
-//! them all, and a local release may reserve the oldest for a direct
-//! hand-over (`Waiters::reserve`). Which waiter is the oldest depends on
-//! who parked first: a message may go to any of them; a reservation (with
-//! at most one other thread per client in the configurations) and a
+//! them all, a local release may reserve the oldest for a direct hand-over
+//! (`Waiters::reserve`), and a local taking of the lock ends every park by
+//! its TTL (`Waiters::bound_parked`). Which waiter is the oldest depends
+//! on who parked first: a message may go to any of them; a reservation
+//! (with at most one other thread per client in the configurations) and a
 //! passed-on wake-up go to the lowest-numbered.
 
+use super::config::Config;
 use super::job::{CallAt, Job, Wake};
+use super::mutation::ClientMutation;
 use super::state::State;
 
 /// Client `c`'s subscriber reads one release message and hands it to
@@ -38,18 +41,6 @@ pub fn mark_heard(s: &mut State, c: u8) {
             if let Some((_, quiet)) = &mut call.first_busy {
                 *quiet = false;
             }
-            // Only an attempt on its way can have read a TTL that this
-            // release makes stale.
-            call.heard |= matches!(
-                call.at,
-                CallAt::StepTurn { .. } | CallAt::StepSettle(_) | CallAt::Sent(..)
-            );
-            // A parked waiter's TTL predates this release.
-            if let CallAt::Parked(p) = &mut call.at {
-                if p.woke.is_none() {
-                    p.stale = true;
-                }
-            }
         }
     }
 }
@@ -80,6 +71,35 @@ pub fn wake_one(s: &mut State, c: u8) {
     let client = &mut s.clients[usize::from(c)];
     if client.permits < count {
         client.permits += 1;
+    }
+}
+
+/// A local call took the lock with a TTL of `ticks`: every waiter of `c`
+/// still parked for it (in the line: not reserved, not woken) parks no
+/// longer than that; one whose park ends earlier is not disturbed
+/// (`Waiters::bound_parked`, `Waiter::wake_by`).
+///
+/// Ghost: an attempt whose script ran before this, its reply not read yet,
+/// parks on a TTL read before it, which no bound reaches (see
+/// [`super::known::Known::TtlReadBeforeLocalTake`]).
+pub fn bound_parked(cfg: &Config, s: &mut State, c: u8, ticks: u8) {
+    let mutated = cfg.mutated(ClientMutation::NoBoundOnLocalTake);
+    for t in 0..s.clients[usize::from(c)].threads.len() {
+        let ran = match &s.clients[usize::from(c)].threads[t].job {
+            Job::Acquire(call) => match call.at {
+                CallAt::Sent(send, _) => s.wire(send.wire).requests.is_empty(),
+                _ => false,
+            },
+            _ => false,
+        };
+        if let Job::Acquire(call) = &mut s.clients[usize::from(c)].threads[t].job {
+            call.missed_bound |= ran;
+            if let CallAt::Parked(p) = &mut call.at {
+                if !p.reserved && p.woke.is_none() && !mutated {
+                    p.ticks = p.ticks.min(ticks);
+                }
+            }
+        }
     }
 }
 

@@ -12,8 +12,8 @@ use super::mutation::ClientMutation;
 use super::pubsub;
 use super::state::State;
 
-/// An attempt found the lock busy with `ticks` of TTL left (`heard`: its
-/// client heard a release while it was on its way).
+/// An attempt found the lock busy with `ticks` of TTL left (`missed_bound`:
+/// it read them before a local taking bounded the parked waiters).
 pub fn busy(
     cfg: &Config,
     s: &mut State,
@@ -21,7 +21,7 @@ pub fn busy(
     t: u8,
     call: &mut Call,
     ticks: u8,
-    heard: bool,
+    missed_bound: bool,
 ) -> Flow {
     if !call.waits {
         return decide(cfg, s, c, t, call, Outcome::NotGot);
@@ -39,7 +39,7 @@ pub fn busy(
     }
     let flow = park(cfg, s, c, call, ticks);
     if let CallAt::Parked(p) = &mut call.at {
-        p.stale = heard;
+        p.stale = missed_bound;
     }
     flow
 }
