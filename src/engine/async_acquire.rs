@@ -33,7 +33,7 @@ use super::outage::Outage;
 use super::{CallState, CountedCall, Engine, LockRef, Mode};
 use crate::holding::Holder;
 use crate::kind::sealed::KindOps;
-use crate::pubsub::{Offer, Subscription, Waiter};
+use crate::pubsub::{Offer, Subscription, TakeMark, Waiter};
 use crate::tasks::completion::Completion;
 use crate::tasks::timers::TimerId;
 
@@ -75,6 +75,9 @@ struct Driving {
     outage: Option<Outage>,
     /// The first try's answer, while it still stands (see `FirstBusy`).
     busy_still: Option<i64>,
+    /// Where this client's takings of the lock stood before the attempt
+    /// the next park's TTL comes from (see `Waiters::enqueue_as`).
+    take_mark: Option<TakeMark>,
     /// The first attempt found Redis away: sleep a backoff first.
     pause_first: bool,
     failures: u32,
@@ -143,6 +146,7 @@ impl Engine {
                 offer: None,
                 outage: None,
                 busy_still: None,
+                take_mark: None,
                 pause_first: false,
                 failures: 0,
                 maybe_handed: false,

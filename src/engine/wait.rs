@@ -189,8 +189,14 @@ impl<K: KindOps> Call<'_, K> {
                 Handover::Token { token_key } => Some(Arc::from(token_key)),
             },
         });
+        // Where this client's takings of the lock stood before the attempt
+        // whose TTL the next park is on: one since bounds that park too
+        // (see `Waiters::enqueue_as`). Marked before the quiet look, which
+        // a taking disturbs, for a first try's answer.
+        let mut take_mark = subscription.map(Subscription::take_mark);
         // The first try's answer still stands when nothing was announced
-        // between it and joining the waiters: park on it at once.
+        // (nor taken here) between it and joining the waiters: park on it
+        // at once.
         let mut busy_still = first_busy.and_then(|first| {
             let quiet = subscription.as_ref()?.quiet_since(&first.quiet);
             quiet.then(|| first.ttl_left()).flatten()
@@ -214,7 +220,7 @@ impl<K: KindOps> Call<'_, K> {
             let grace = left(Instant::now()).map_or(HANDOFF_GRACE, |l| l.min(HANDOFF_GRACE));
             let woke = {
                 let _parked = engine.counters.parked();
-                subscription.park(grace, interrupt, offer.clone())
+                subscription.park(grace, None, interrupt, offer.clone())
             };
             if let Some(end) = self.park_ended_call(woke) {
                 return end;
@@ -276,7 +282,10 @@ impl<K: KindOps> Call<'_, K> {
                 let attempt = match outage.as_ref().map(look) {
                     // Still unreachable: no acquire sent.
                     Some(Err(cause)) => Err(Error::Redis(cause)),
-                    _ => self.try_acquire(true),
+                    _ => {
+                        take_mark = subscription.map(Subscription::take_mark);
+                        self.try_acquire(true)
+                    }
                 };
                 if attempt.is_err() {
                     pass_on(handed_wake_up);
@@ -352,7 +361,9 @@ impl<K: KindOps> Call<'_, K> {
             let woke = {
                 let _parked = engine.counters.parked();
                 match &subscription {
-                    Some(subscription) => subscription.park(park, interrupt, offer.clone()),
+                    Some(subscription) => {
+                        subscription.park(park, take_mark, interrupt, offer.clone())
+                    }
                     None => self.sleep(park, interrupt),
                 }
             };

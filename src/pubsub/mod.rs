@@ -47,6 +47,7 @@ use registry::{Joined, Registry};
 pub(crate) use reserved::Reserved;
 pub(crate) use waiter::{Waiter, Wake};
 use waiters::Waiters;
+pub(crate) use waiters::{Park, TakeMark};
 
 /// The client's pub/sub service.
 #[derive(Debug)]
@@ -250,27 +251,36 @@ impl Subscription {
         Arc::ptr_eq(&self.channel, &mark.channel) && self.channel.quiet_mark() == Some(mark.mark)
     }
 
+    /// Where the count of this client's takings of the lock stands: a
+    /// waiter marks it before each attempt whose TTL it may park on, so
+    /// that a taking meanwhile bounds its park too (see [`Park`]).
+    pub(crate) fn take_mark(&self) -> TakeMark {
+        self.channel.take_mark(&self.lock)
+    }
+
     /// Parks until a release is announced, a local release hands the lock
-    /// over (only with an `offer`), `timeout` passes, or `interrupt` is
-    /// triggered.
+    /// over (only with an `offer`), `timeout` passes (sooner after a local
+    /// taking since `since`), or `interrupt` is triggered.
     pub(crate) fn park(
         &self,
         timeout: Duration,
+        since: Option<TakeMark>,
         interrupt: Option<&Interrupt>,
         offer: Option<Offer>,
     ) -> Wake {
-        self.channel.park(&self.lock, timeout, interrupt, offer)
+        self.channel
+            .park(&self.lock, timeout, since, interrupt, offer)
     }
 
-    /// Puts this waiter, an async call's, in the line until `until` at the
-    /// latest (see [`Channel::park_async`]).
+    /// Puts this waiter, an async call's, in the line as `park` says (see
+    /// [`Channel::park_async`]).
     pub(crate) fn park_async(
         &self,
         offer: Option<Offer>,
-        until: Option<Instant>,
+        park: Park,
         callback: Arc<dyn Fn() + Send + Sync>,
     ) -> std::result::Result<Arc<Waiter>, Wake> {
-        self.channel.park_async(&self.lock, offer, until, callback)
+        self.channel.park_async(&self.lock, offer, park, callback)
     }
 
     /// This async call's `waiter` stops waiting (see
@@ -289,8 +299,7 @@ impl Subscription {
     /// waiters still parked for it sleep no later (see
     /// [`Waiters::bound_parked`]).
     pub(crate) fn bound_parked(&self, expires: Instant) {
-        self.channel
-            .with_lock(&self.lock, |waiters| waiters.bound_parked(expires));
+        self.channel.bound_parked(&self.lock, expires);
     }
 
     /// This waiter, woken by a release, has made its attempt on the lock.

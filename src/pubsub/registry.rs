@@ -193,11 +193,11 @@ mod tests {
         let (ch, _) = joined(reg.join("ch", "lock"));
         ch.wake_one_each();
         assert_eq!(
-            ch.park("lock", Duration::from_secs(5), None, None),
+            ch.park("lock", Duration::from_secs(5), None, None, None),
             Wake::Notified
         );
         assert_eq!(
-            ch.park("lock", Duration::from_millis(10), None, None),
+            ch.park("lock", Duration::from_millis(10), None, None, None),
             Wake::TimedOut
         );
     }
@@ -209,7 +209,7 @@ mod tests {
         let (_, _) = joined(reg.join("ch", "lock"));
         let parked = {
             let ch = Arc::clone(&ch);
-            thread::spawn(move || ch.park("lock", Duration::from_secs(10), None, None))
+            thread::spawn(move || ch.park("lock", Duration::from_secs(10), None, None, None))
         };
         while ch.parked_now() == 0 {
             thread::yield_now();
@@ -231,7 +231,7 @@ mod tests {
             })
         };
         assert_eq!(
-            ch.park("lock", Duration::from_secs(10), Some(&stop), None),
+            ch.park("lock", Duration::from_secs(10), None, Some(&stop), None),
             Wake::Interrupted
         );
         trigger.join().unwrap();
@@ -344,7 +344,7 @@ mod tests {
         ch.assign(&link);
         ch.confirm();
         assert_eq!(
-            ch.park("lock", Duration::from_secs(5), None, None),
+            ch.park("lock", Duration::from_secs(5), None, None, None),
             Wake::Notified
         );
     }
@@ -372,7 +372,10 @@ mod tests {
         ch.confirm();
         assert!(ch.wait_subscribed(Duration::MAX));
         ch.wake_one_each();
-        assert_eq!(ch.park("lock", Duration::MAX, None, None), Wake::Notified);
+        assert_eq!(
+            ch.park("lock", Duration::MAX, None, None, None),
+            Wake::Notified
+        );
     }
 
     /// Issue 10: shutting down ends a wait for a confirmation at once, not

@@ -28,6 +28,21 @@ use std::time::{Duration, Instant};
 use super::handover::{Courtesy, Offer, Run};
 use super::waiter::{Waiter, Wakeup, RESERVED, WAITING};
 
+/// Where the count of local takings of a lock stood (see
+/// [`Waiters::take_mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TakeMark(u64);
+
+/// How long a waiter parks: until `until` at the latest (`None`: no end
+/// but a wake-up), and, with `since` (the mark taken before the attempt
+/// whose TTL `until` comes from), no later than a local taking since then
+/// lets the lock be held (see [`Waiters::enqueue_as`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Park {
+    pub(crate) until: Option<Instant>,
+    pub(crate) since: Option<TakeMark>,
+}
+
 /// The waiters of one lock on one channel.
 #[derive(Debug, Default)]
 pub(super) struct Waiters {
@@ -47,6 +62,13 @@ pub(super) struct Waiters {
     run: Run,
     /// What announcements owe other processes (see `handover.rs`).
     courtesy: Courtesy,
+    /// How many times a local call took the lock while threads waited
+    /// here (see [`bound_parked`](Self::bound_parked)), and when the last
+    /// one's TTL ends: a waiter that marked the count before its attempt
+    /// parks no later than that end if it changed (see
+    /// [`enqueue_as`](Self::enqueue_as)).
+    takes: u64,
+    last_take_ends: Option<Instant>,
 }
 
 impl Waiters {
@@ -76,21 +98,37 @@ impl Waiters {
         true
     }
 
-    /// Parks the calling thread at the end of the line until `until` at
-    /// the latest, with what a release needs to hand it the lock directly,
-    /// if it may.
-    pub(super) fn enqueue(&mut self, offer: Option<Offer>, until: Option<Instant>) -> Arc<Waiter> {
-        self.enqueue_as(Wakeup::Thread(thread::current()), offer, until)
+    /// Where the count of local takings stands: a waiter marks it before
+    /// an attempt whose TTL it may park on (see [`Park`]).
+    pub(super) fn take_mark(&self) -> TakeMark {
+        TakeMark(self.takes)
+    }
+
+    /// Parks the calling thread at the end of the line (see
+    /// [`enqueue_as`](Self::enqueue_as)).
+    pub(super) fn enqueue(&mut self, offer: Option<Offer>, park: Park) -> Arc<Waiter> {
+        self.enqueue_as(Wakeup::Thread(thread::current()), offer, park)
     }
 
     /// Parks a waiter woken by `wakeup` at the end of the line, until
-    /// `until` at the latest.
+    /// `park.until` at the latest; with what a release needs to hand it
+    /// the lock directly, if it may. When a local call took the lock since
+    /// `park.since` (after the waiter's attempt was sent, its TTL may have
+    /// been read before that taking, whose [`bound_parked`](Self::bound_parked)
+    /// could not reach a waiter not parked yet), no later than the end of
+    /// the last taking's TTL: at once when that has passed.
     pub(super) fn enqueue_as(
         &mut self,
         wakeup: Wakeup,
         offer: Option<Offer>,
-        until: Option<Instant>,
+        park: Park,
     ) -> Arc<Waiter> {
+        let mut until = park.until;
+        if let (Some(since), Some(ends)) = (park.since, self.last_take_ends) {
+            if since.0 != self.takes {
+                until = Some(until.map_or(ends, |until| until.min(ends)));
+            }
+        }
         let waiter = Arc::new(Waiter {
             wakeup,
             state: AtomicU8::new(WAITING),
@@ -124,7 +162,9 @@ impl Waiters {
     /// (a guard kept past its lease, a renewal given up). Waking at the
     /// new TTL costs one attempt; sleeping past it leaves a free lock
     /// unclaimed.
-    pub(super) fn bound_parked(&self, expires: Instant) {
+    pub(super) fn bound_parked(&mut self, expires: Instant) {
+        self.takes = self.takes.wrapping_add(1);
+        self.last_take_ends = Some(expires);
         for waiter in &self.parked {
             waiter.wake_by(expires);
         }
@@ -259,13 +299,60 @@ mod tests {
     use super::super::waiter::NOTIFIED;
     use super::*;
 
+    /// A park with no end but a wake-up, and no mark.
+    const NO_END: Park = Park {
+        until: None,
+        since: None,
+    };
+
+    #[test]
+    fn a_waiter_parks_no_later_than_a_local_taking_since_its_attempt() {
+        let mut waiters = Waiters::default();
+        waiters.join();
+        waiters.join();
+        let now = Instant::now();
+        let stale = now + Duration::from_secs(10);
+        let taken_until = now + Duration::from_secs(1);
+        // One waiter's attempt is on its way (it read the old holder's
+        // TTL); the other, parked, is woken and takes the lock.
+        let before = waiters.take_mark();
+        waiters.bound_parked(taken_until);
+        let late = waiters.enqueue(
+            None,
+            Park {
+                until: Some(stale),
+                since: Some(before),
+            },
+        );
+        assert_eq!(late.until(), Some(taken_until), "bounded by the taking");
+        // A waiter that marked after the taking parks on what it read.
+        let after = waiters.take_mark();
+        let fresh = waiters.enqueue(
+            None,
+            Park {
+                until: Some(stale),
+                since: Some(after),
+            },
+        );
+        assert_eq!(fresh.until(), Some(stale), "no taking since its mark");
+        // Without an end of its own, a taking since gives it one.
+        let unbounded = waiters.enqueue(
+            None,
+            Park {
+                until: None,
+                since: Some(before),
+            },
+        );
+        assert_eq!(unbounded.until(), Some(taken_until));
+    }
+
     #[test]
     fn a_synchronizer_message_wakes_each_waiter_once() {
         let mut waiters = Waiters::default();
         waiters.join();
         waiters.join();
         waiters.join();
-        let parked = [waiters.enqueue(None, None), waiters.enqueue(None, None)];
+        let parked = [waiters.enqueue(None, NO_END), waiters.enqueue(None, NO_END)];
         // Two parked, one between its attempt and its park.
         waiters.wake_each_once();
         assert_eq!(waiters.parked_now(), 0);
@@ -281,7 +368,7 @@ mod tests {
     fn newcomers_stand_back_while_a_courtesy_lasts() {
         let mut waiters = Waiters::default();
         waiters.join();
-        let _parked = waiters.enqueue(None, None);
+        let _parked = waiters.enqueue(None, NO_END);
         // A release with a thread parked, heard by another process.
         assert!(waiters.reserve().is_none(), "no offer: it announces");
         waiters.expect_handoff(Duration::from_millis(50), true);

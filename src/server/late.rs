@@ -16,9 +16,11 @@
 
 use std::time::Instant;
 
-use redis::{RedisResult, Value};
+use redis::{ErrorKind, RedisError, RedisResult, Value};
 
 use super::backend::Conn;
+use super::pool::Pool;
+use crate::error::reply_was_read;
 
 /// The most late attempts one call keeps: beyond the retry rule's count,
 /// an older one is closed (its request, if it runs, is one the undo's
@@ -103,10 +105,18 @@ impl LateRequests {
 /// open until the undo's reply is read ([`Trailing::confirm`]) or its time
 /// is up.
 pub(crate) struct Trailing {
-    conn: Conn,
+    /// `None` once it failed before the undo's reply was read.
+    conn: Option<Conn>,
     /// Replies still to read: the late request's, then the undo's own.
     replies_left: usize,
     keep_until: Instant,
+    /// The undo's commands (packed, and how many), to send again on
+    /// another connection once this one failed (see [`Trailing::resend`]).
+    commands: Vec<u8>,
+    count: usize,
+    /// A copy went that may still run with nobody to read its reply (its
+    /// connection could not be kept): no other copy may go.
+    untracked: bool,
 }
 
 impl std::fmt::Debug for Trailing {
@@ -129,10 +139,25 @@ impl Trailing {
     ) -> RedisResult<Trailing> {
         conn.follow(commands, false)?;
         Ok(Trailing {
-            conn,
+            conn: Some(conn),
             replies_left: count + 1,
             keep_until,
+            commands: commands.to_vec(),
+            count,
+            untracked: false,
         })
+    }
+
+    /// Until when the undo's request ids stay latched once it ran: it was
+    /// written no later than this much before, and each of its releases
+    /// latches its id for the retry rule's latch life when it runs.
+    pub(crate) fn keep_until(&self) -> Instant {
+        self.keep_until
+    }
+
+    /// Whether its connection failed before the undo's reply was read.
+    pub(crate) fn is_cut(&self) -> bool {
+        self.conn.is_none()
     }
 
     /// Whether its time is up: then it closes, its undo run or not.
@@ -144,16 +169,72 @@ impl Trailing {
     /// own reply once it came (the undo has run), an error when the time
     /// ran out first (a timeout: it may still run) or the connection failed
     /// (then it ran or never will: nothing of ours is on its way any more).
+    ///
+    /// Once the connection failed, it is closed and [`is_cut`](Self::is_cut).
     pub(crate) fn confirm(&mut self, deadline: Option<Instant>) -> RedisResult<Value> {
         let deadline = [Some(self.keep_until), deadline]
             .into_iter()
             .flatten()
             .min();
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(RedisError::from((
+                ErrorKind::Io,
+                "the connection of the undo behind a late acquire failed",
+            )));
+        };
         let mut last = Value::Nil;
         while self.replies_left > 0 {
-            last = self.conn.receive(deadline)?;
+            match conn.receive(deadline) {
+                Ok(value) => last = value,
+                Err(e) => {
+                    if !e.is_timeout() && !reply_was_read(&e) {
+                        self.conn = None;
+                    }
+                    return Err(e);
+                }
+            }
             self.replies_left -= 1;
         }
         Ok(last)
+    }
+
+    /// Sends the undo again, once, on another connection of `pool` (by
+    /// `deadline`), after its own failed before the undo's reply was read:
+    /// the late acquire ran or never will, the undo ran or not, and it is
+    /// conditional ("above:N") and its releases latched, so a second run
+    /// gives back no more than the first would have. `Ok(true)` once the
+    /// copy's replies were read; `Ok(false)` while they may still come:
+    /// its connection is kept and read as the first one was (no third copy
+    /// goes while this one may run), or, when it could not be kept, no
+    /// copy goes any more (see [`may_resend`](Self::may_resend)).
+    pub(crate) fn resend(&mut self, pool: &Pool, deadline: Instant) -> crate::error::Result<bool> {
+        let mut late = LateRequests::default();
+        let commands = &self.commands;
+        let count = self.count;
+        let sent = pool.run_once(Some(deadline), Some(&mut late), &mut |conn| {
+            conn.req_packed_commands(commands, 0, count).map(drop)
+        });
+        match sent {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                if let Some(conn) = late.take().pop() {
+                    self.conn = Some(conn);
+                    self.replies_left = count;
+                    Ok(false)
+                } else if e.is_timeout() {
+                    // On its way, maybe, with nobody to read it.
+                    self.untracked = true;
+                    Ok(false)
+                } else {
+                    Err(crate::error::Error::Redis(e))
+                }
+            }
+        }
+    }
+
+    /// Whether another copy of the undo may be sent: none may while one
+    /// not awaited may still run (see [`resend`](Self::resend)).
+    pub(crate) fn may_resend(&self) -> bool {
+        !self.untracked
     }
 }

@@ -172,7 +172,7 @@ impl Pool {
         })
     }
 
-    fn run_once<T>(
+    pub(super) fn run_once<T>(
         &self,
         deadline: Option<Instant>,
         late: Option<&mut LateRequests>,

@@ -161,7 +161,7 @@ impl WaitOn<'_> {
             let woke = match &subscription {
                 Some(subscription) => {
                     let _parked = self.engine.counters().parked();
-                    subscription.park(pause, interrupt, None)
+                    subscription.park(pause, None, interrupt, None)
                 }
                 None => Wake::TimedOut,
             };

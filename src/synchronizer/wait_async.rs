@@ -23,7 +23,7 @@ use super::wait::{Look, WaitCall, RECHECK};
 use crate::engine::outage::{outage_cause, Outage};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::pubsub::{Subscription, Waiter};
+use crate::pubsub::{Park, Subscription, Waiter};
 use crate::tasks::completion::Completion;
 use crate::tasks::timers::TimerId;
 
@@ -284,7 +284,11 @@ impl<C: WaitCall> AsyncWait<C> {
             }
             let until = crate::config::deadline_after(Instant::now(), pause);
             let subscription = state.subscription.as_ref()?;
-            match subscription.park_async(None, Some(until), self.callback()) {
+            let park = Park {
+                until: Some(until),
+                since: None,
+            };
+            match subscription.park_async(None, park, self.callback()) {
                 // A wake-up was kept for it: look again now.
                 Err(_) => continue,
                 Ok(waiter) => {

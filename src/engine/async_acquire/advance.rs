@@ -202,6 +202,9 @@ impl<K: KindOps> AsyncAcquire<K> {
                 Handover::Token { token_key } => Some(Arc::from(token_key)),
             },
         });
+        // Marked before the quiet look, which a local taking disturbs (see
+        // `wait_subscribed`).
+        driving.take_mark = subscription.as_ref().map(|s| s.take_mark());
         driving.busy_still = first_busy.and_then(|first| {
             let quiet = subscription.as_ref()?.quiet_since(&first.quiet);
             quiet.then(|| first.ttl_left()).flatten()

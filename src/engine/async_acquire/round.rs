@@ -12,6 +12,7 @@ use crate::engine::outage::{outage_cause, Outage};
 use crate::engine::{Mode, Taken};
 use crate::error::Error;
 use crate::kind::sealed::KindOps;
+use crate::pubsub::Park;
 use crate::stats::Counters;
 
 /// The longest slice of a courtesy pause, as a thread's (`wait.rs`).
@@ -53,6 +54,9 @@ impl<K: KindOps> AsyncAcquire<K> {
             Some(call.ttl_park(ttl, driving.failures))
         } else {
             let started = Instant::now();
+            // Where this client's takings stood before the attempt whose
+            // TTL the next park is on (see `Waiters::enqueue_as`).
+            driving.take_mark = driving.subscription.as_ref().map(|s| s.take_mark());
             let attempt = match &driving.outage {
                 Some(outage) => {
                     let until = match (driving.deadline, outage.gives_up_at(tolerance)) {
@@ -159,8 +163,11 @@ impl<K: KindOps> AsyncAcquire<K> {
         park: Duration,
     ) -> Option<Acquired<K::Grant>> {
         let subscription = driving.subscription.as_ref()?;
-        let until = Instant::now().checked_add(park);
-        match subscription.park_async(driving.offer.clone(), until, self.callback()) {
+        let park = Park {
+            until: Instant::now().checked_add(park),
+            since: driving.take_mark,
+        };
+        match subscription.park_async(driving.offer.clone(), park, self.callback()) {
             Err(woke) => {
                 // A wake-up was kept for us: as a park that ended with it.
                 self.woke(driving, woke, false)
@@ -168,6 +175,8 @@ impl<K: KindOps> AsyncAcquire<K> {
             Ok(waiter) => {
                 // Counted as parked (`Stats::parked_waiters`) until it wakes.
                 self.engine.counters.parked.fetch_add(1, Ordering::Relaxed);
+                // Earlier than asked after a local taking since the mark.
+                let until = waiter.until();
                 let timer = until.and_then(|until| self.timer(until));
                 driving.phase = Phase::Parked {
                     waiter,

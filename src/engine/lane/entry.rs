@@ -3,7 +3,7 @@
 //!
 //! | entry | settled by | settled by time |
 //! |---|---|---|
-//! | [`Entry::Undo`] | reading the undo's reply (the late acquire ran, then its undo), or its connection failing (what reached the server ran) | once its keep time is over (the latch's life): it ran or never will |
+//! | [`Entry::Undo`] | reading the undo's reply (the late acquire ran, then its undo); once its connection failed, reading the reply of a copy sent on another connection (a copy that ran replays: its ids are latched), sent only while the latches outlive it | once its keep time is over (the latch's life): it ran or never will |
 //! | [`Entry::Release`], sent | a reply to any attempt of its request id (the latch makes every other copy replay it) | once its latch may have expired: no copy of it can still run |
 //! | [`Entry::Release`], not sent yet | sending it and reading a reply | once the hold it releases has certainly expired |
 //!
@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::pending::{Outcome, PendingRelease, Settling};
-use crate::error::Error;
+use super::pending::{earlier_request_on_its_way, Outcome, PendingRelease, Settling};
+use crate::error::{is_transient, reply_was_read, Error};
 use crate::names;
 use crate::server::Trailing;
 
@@ -90,13 +90,42 @@ fn settle_undo(trailing: &mut Trailing, at: &Settling<'_>, deadline: Instant) ->
         );
         return Outcome::Settled;
     }
-    match trailing.confirm(Some(deadline)) {
-        Ok(_) => Outcome::Settled,
-        // Not run yet: the server is still away.
-        Err(e) if e.is_timeout() => Outcome::NotYet(Error::Redis(e)),
-        // The connection failed: what reached the server ran, and nothing
-        // of ours is on its way there any more. A hold the undo did not
-        // give back is one Redis counts beyond the guards (the orphan rule).
-        Err(_) => Outcome::Settled,
+    if !trailing.is_cut() {
+        match trailing.confirm(Some(deadline)) {
+            Ok(_) => return Outcome::Settled,
+            // Not run yet: the server is still away.
+            Err(e) if e.is_timeout() => return Outcome::NotYet(Error::Redis(e)),
+            // An error reply, read: the server is past the late acquire.
+            Err(e) if reply_was_read(&e) => return Outcome::Settled,
+            // The connection failed: what reached the server ran, and
+            // nothing of ours is on its way there any more.
+            Err(_) => {}
+        }
+    }
+    // The late acquire ran or never will, its undo with it or not: the
+    // undo goes again on another connection, a copy that ran replaying
+    // (its releases' ids are latched). It gives back the holds the late
+    // attempt and the attempts cut before it may have taken, none a guard
+    // stands for (`above`), whichever reached Redis. Sent only while its
+    // latches outlive every copy; after that, a hold it did not give back
+    // is one Redis counts beyond the guards (the orphan rules, its lease).
+    // A copy whose reply does not come is read as the first was; one
+    // that could not be kept stops the copies.
+    if deadline >= trailing.keep_until() || !trailing.may_resend() {
+        return Outcome::NotYet(earlier_request_on_its_way(at.name));
+    }
+    match trailing.resend(at.server.pool(), deadline) {
+        Ok(true) => Outcome::Settled,
+        Ok(false) => Outcome::NotYet(earlier_request_on_its_way(at.name)),
+        Err(Error::Redis(e)) if is_transient(&e) => Outcome::NotYet(Error::Redis(e)),
+        Err(e) => {
+            log::warn!(
+                "redhold: sending again the undo behind a late acquire of {:?} failed: {}; \
+                 a hold it did not give back expires after its lease",
+                names::shorten(at.name),
+                e.report()
+            );
+            Outcome::Settled
+        }
     }
 }

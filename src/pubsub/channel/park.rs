@@ -8,17 +8,37 @@ use super::Channel;
 use crate::interrupt::Interrupt;
 use crate::pubsub::handover::Offer;
 use crate::pubsub::waiter::{Waiter, Wake, Wakeup};
+use crate::pubsub::waiters::{Park, TakeMark};
 
 impl Channel {
-    /// Puts an async call's waiter for `lock` in the line until `until` at
-    /// the latest, woken by `callback`; or `Err` with the wake-up kept for
-    /// it, when one was (a release came between its failed attempt and
-    /// now).
+    /// Where the count of local takings of `lock` stands: marked before
+    /// an attempt whose TTL the waiter may park on (see
+    /// [`Waiters::enqueue_as`](crate::pubsub::waiters::Waiters::enqueue_as)).
+    pub(crate) fn take_mark(&self, lock: &str) -> TakeMark {
+        self.state.lock().locks.entry(lock).take_mark()
+    }
+
+    /// A local call took `lock` with a TTL ending at `expires`: the
+    /// waiters parked for it sleep no later, one that parks after an
+    /// attempt sent before it too, and a waiter that has not joined yet
+    /// does not park on a TTL its first try read before (see
+    /// [`Waiters::bound_parked`](crate::pubsub::waiters::Waiters::bound_parked)).
+    pub(crate) fn bound_parked(&self, lock: &str, expires: Instant) {
+        let mut st = self.state.lock();
+        st.locks.disturbed();
+        if let Some(waiters) = st.locks.of(lock) {
+            waiters.bound_parked(expires);
+        }
+    }
+
+    /// Puts an async call's waiter for `lock` in the line as `park` says,
+    /// woken by `callback`; or `Err` with the wake-up kept for it, when
+    /// one was (a release came between its failed attempt and now).
     pub(crate) fn park_async(
         &self,
         lock: &str,
         offer: Option<Offer>,
-        until: Option<Instant>,
+        park: Park,
         callback: Arc<dyn Fn() + Send + Sync>,
     ) -> Result<Arc<Waiter>, Wake> {
         let mut st = self.state.lock();
@@ -26,7 +46,7 @@ impl Channel {
         if waiters.take_permit() {
             return Err(Wake::Notified);
         }
-        Ok(waiters.enqueue_as(Wakeup::Callback(callback), offer, until))
+        Ok(waiters.enqueue_as(Wakeup::Callback(callback), offer, park))
     }
 
     /// An async call's `waiter` for `lock` stops waiting (its time is up,
@@ -45,23 +65,25 @@ impl Channel {
 
     /// Parks the calling thread, a waiter for `lock`, until a wake-up
     /// reaches it, a release hands it the lock (only with an `offer`),
-    /// `timeout` passes or `interrupt` is triggered.
+    /// `timeout` passes (sooner after a local taking since `since`, see
+    /// [`Park`]) or `interrupt` is triggered.
     pub(crate) fn park(
         &self,
         lock: &str,
         timeout: Duration,
+        since: Option<TakeMark>,
         interrupt: Option<&Interrupt>,
         offer: Option<Offer>,
     ) -> Wake {
         // A timeout too long to represent is no timeout at all.
-        let deadline = Instant::now().checked_add(timeout);
+        let until = Instant::now().checked_add(timeout);
         let waiter = {
             let mut st = self.state.lock();
             let waiters = st.locks.entry(lock);
             if waiters.take_permit() {
                 return Wake::Notified;
             }
-            waiters.enqueue(offer, deadline)
+            waiters.enqueue(offer, Park { until, since })
         };
         let outcome = waiter.sleep(true, interrupt);
         if matches!(
