@@ -3,8 +3,9 @@
 //! `redis-server` as the model's counterexample describes it; each names
 //! the model's counterexample it follows (`redhold_model::client::Known`).
 //! The first two failed as built and pass since their fixes (42393ed,
-//! 0d18fa5); the last two are what those fixes leave (model3), and fail
-//! on the code as built.
+//! 0d18fa5); the next two are what those fixes left (model3), and pass
+//! since theirs (2bbaed6). The last checks the mechanism of the latter
+//! fix at its worst moment.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -166,6 +167,86 @@ fn a_waiter_gets_a_lock_freed_by_an_expiry_after_another_waiter_took_its_wake_up
 /// watchdog timeout.
 #[test]
 fn a_lost_acquire_reply_then_a_late_retry_cut_off_leave_no_hold_behind() {
+    let (server, _proxy, lock, name) = late_retry_cut_off("found:lost-then-late-cut");
+    thread::sleep(RETRY_HELD + Duration::from_millis(700));
+    let free = wait_until(Duration::from_secs(2), || !server.exists(name));
+    assert!(
+        free.is_some(),
+        "a hold no guard stands for kept the lock after the failed call, its give-back lost \
+         with the late retry's connection: HGETALL {:?}, PTTL {} ms",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
+        server.cmd::<i64>(&["PTTL", name])
+    );
+    drop(lock);
+}
+
+/// The undo sent again after its connection was cut (2bbaed6) goes one
+/// copy at a time. As in
+/// [`a_lost_acquire_reply_then_a_late_retry_cut_off_leave_no_hold_behind`],
+/// the undo (one release for the late retry, one for the cut attempt,
+/// each "only above 0 holds") never ran; the first copy sent again is held
+/// back well past the response timeout, while the thread's next `lock()`
+/// waits on its lane. Were a second copy sent while the first may still
+/// run, it would give back the cut hold and let `lock()` take the lock;
+/// then the first copy's second release (its "nothing above 0" not
+/// latched) would find the guarded hold above 0 and give it back: a guard
+/// with no hold in Redis, the lock free for anyone.
+#[test]
+fn an_undo_sent_again_after_its_cut_goes_one_copy_at_a_time() {
+    let (server, proxy, lock, name) = late_retry_cut_off("found:undo-again-one-copy");
+    let arming = proxy.arming();
+    let copy_held = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayRequest(COPY_HELD),
+    });
+    let guard = lock.lock().expect("the thread's next lock()");
+    assert!(
+        copy_held.wait_fired(Duration::from_secs(1)),
+        "the undo was not sent again ({})",
+        proxy.summary()
+    );
+    // Every copy that was sent has run by now.
+    thread::sleep(COPY_HELD + Duration::from_millis(500));
+    let other = server.client();
+    let taken = other.lock(name).try_lock().expect("another client's try");
+    assert!(
+        taken.is_none() && guard.is_held(),
+        "the lock is free under a standing guard: a copy of the undo sent while another \
+         could still run gave back the guarded hold (HGETALL {:?})",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name])
+    );
+    assert_eq!(
+        server
+            .cmd::<Vec<(String, String)>>(&["HGETALL", name])
+            .len(),
+        1,
+        "one holder field"
+    );
+    drop(guard);
+    assert!(
+        wait_until(Duration::from_secs(2), || !server.exists(name)).is_some(),
+        "the guard's drop freed the lock"
+    );
+}
+
+/// How long the proxy holds back the first copy of the undo sent again in
+/// [`an_undo_sent_again_after_its_cut_goes_one_copy_at_a_time`]: several
+/// response timeouts.
+const COPY_HELD: Duration = Duration::from_millis(2000);
+
+/// A `try_lock` whose first attempt runs (one hold) and loses its reply to
+/// a cut, whose retry is held back past the response timeout (the call
+/// fails, an undo written behind the retry), and whose held-back
+/// connection is then cut before the retry runs: the late retry and its
+/// undo never run, and Redis keeps the first attempt's hold.
+fn late_retry_cut_off(
+    name: &'static str,
+) -> (
+    RedisServer,
+    FaultProxy,
+    redhold::ReentrantLock,
+    &'static str,
+) {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
     let client = redhold::Client::builder()
@@ -175,7 +256,6 @@ fn a_lost_acquire_reply_then_a_late_retry_cut_off_leave_no_hold_behind() {
         .retry_delay(Duration::from_millis(20))
         .build()
         .expect("client through the proxy");
-    let name = "found:lost-then-late-cut";
     let lock = client.lock(name);
     // Every script loaded: the held-back EVALSHA finds its script.
     lock.lock()
@@ -206,15 +286,8 @@ fn a_lost_acquire_reply_then_a_late_retry_cut_off_leave_no_hold_behind() {
     // their connection before they are forwarded.
     arming.start_partition();
     arming.heal();
-    thread::sleep(RETRY_HELD + Duration::from_millis(700));
-    let free = wait_until(Duration::from_secs(2), || !server.exists(name));
-    assert!(
-        free.is_some(),
-        "a hold no guard stands for kept the lock after the failed call, its give-back lost \
-         with the late retry's connection: HGETALL {:?}, PTTL {} ms",
-        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
-        server.cmd::<i64>(&["PTTL", name])
-    );
+    drop(arming);
+    (server, proxy, lock, name)
 }
 
 /// How long the proxy holds back the reply of the second waiter's attempt
