@@ -216,6 +216,26 @@ pub(crate) fn rows(t: &mut Table, f: &AsyncFace) {
                 met(a, b),
             );
         }
+        let pr = &on.pairs;
+        t.info_cols(
+            &format!("  (acquire / release alone, {})", on.label),
+            &format!(
+                "{} / {}",
+                fmt_us(p50(&pr.async_acquire)),
+                fmt_us(p50(&pr.async_release))
+            ),
+            &format!(
+                "{} / {} (blocking)",
+                fmt_us(p50(&pr.blocking_acquire)),
+                fmt_us(p50(&pr.blocking_release))
+            ),
+            &format!(
+                "{:.2} / {:.2}",
+                ratio(p50(&pr.async_acquire), p50(&pr.blocking_acquire)),
+                ratio(p50(&pr.async_release), p50(&pr.blocking_release))
+            ),
+            "info: p50s",
+        );
         t.info_cols(
             &format!("  (async pair vs raw pair, {})", on.label),
             &p50_p99(&on.pairs.async_pair),
@@ -272,6 +292,14 @@ pub(crate) fn to_json(j: &mut Json, f: &AsyncFace) {
         j.lat(&format!("{k}_pair_blocking"), &on.pairs.blocking);
         j.lat(&format!("{k}_acquire_only"), &on.pairs.async_acquire);
         j.lat(&format!("{k}_release_only"), &on.pairs.async_release);
+        j.lat(
+            &format!("{k}_blocking_acquire_only"),
+            &on.pairs.blocking_acquire,
+        );
+        j.lat(
+            &format!("{k}_blocking_release_only"),
+            &on.pairs.blocking_release,
+        );
         j.num(
             &format!("{k}_pair_p50_over_raw_p50"),
             ratio(p50(&on.pairs.async_pair), p50(&on.pairs.raw)),

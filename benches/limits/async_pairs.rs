@@ -26,6 +26,10 @@ pub(crate) struct Pairs {
     pub(crate) raw: Vec<Duration>,
     /// Blocking `lock()` + guard drop.
     pub(crate) blocking: Vec<Duration>,
+    /// The `lock()` of the same iterations.
+    pub(crate) blocking_acquire: Vec<Duration>,
+    /// The guard drop of the same iterations.
+    pub(crate) blocking_release: Vec<Duration>,
     /// `lock_async().await` + `unlock_async().await`.
     pub(crate) async_pair: Vec<Duration>,
     /// The `lock_async().await` of the same iterations.
@@ -38,6 +42,8 @@ impl Pairs {
     pub(crate) fn extend(&mut self, o: Pairs) {
         self.raw.extend(o.raw);
         self.blocking.extend(o.blocking);
+        self.blocking_acquire.extend(o.blocking_acquire);
+        self.blocking_release.extend(o.blocking_release);
         self.async_pair.extend(o.async_pair);
         self.async_acquire.extend(o.async_acquire);
         self.async_release.extend(o.async_release);
@@ -57,11 +63,8 @@ pub(crate) fn measure(exec: &Exec, url: &str, client: &Client, prefix: &str, n: 
         let asynch = client.lock(async_name);
         let mut out = Pairs::default();
         for i in 0..n + n / 10 {
-            let (mut r, mut b, mut a) = (
-                Duration::ZERO,
-                Duration::ZERO,
-                (Duration::ZERO, Duration::ZERO),
-            );
+            let zero = (Duration::ZERO, Duration::ZERO);
+            let (mut r, mut b, mut a) = (Duration::ZERO, zero, zero);
             for k in 0..3 {
                 match (i + k) % 3 {
                     0 => {
@@ -72,8 +75,10 @@ pub(crate) fn measure(exec: &Exec, url: &str, client: &Client, prefix: &str, n: 
                     }
                     1 => {
                         let t0 = Instant::now();
-                        drop(blocking.lock().expect("lock()"));
-                        b = t0.elapsed();
+                        let g = blocking.lock().expect("lock()");
+                        let t1 = Instant::now();
+                        drop(g);
+                        b = (t1 - t0, t1.elapsed());
                     }
                     _ => {
                         let t0 = Instant::now();
@@ -86,7 +91,9 @@ pub(crate) fn measure(exec: &Exec, url: &str, client: &Client, prefix: &str, n: 
             }
             if i >= n / 10 {
                 out.raw.push(r);
-                out.blocking.push(b);
+                out.blocking.push(b.0 + b.1);
+                out.blocking_acquire.push(b.0);
+                out.blocking_release.push(b.1);
                 out.async_pair.push(a.0 + a.1);
                 out.async_acquire.push(a.0);
                 out.async_release.push(a.1);
