@@ -18,10 +18,17 @@
 //!    watchdog with 10,000 held locks (round trips per renewal pass) and
 //!    the RSS those locks add (`watchdog`); the semaphore's uncontended
 //!    pair and its release to a parked waiter (`synchronizers`).
-//! 3. Peers: the uncontended lock + unlock pair of redhold, raw, rslock,
-//!    rlock and redis-lock, from the `peers` binary of `benches/peers` run
-//!    as a subprocess on the same server (`peers`; left out, with the
-//!    reason, when it cannot be built or run).
+//! 3. The async face (`async_face`): uncontended acquire + release,
+//!    same-client and cross-client hand-over and 1,000 callers on one name,
+//!    on tokio multi-thread, tokio current-thread and a plain `block_on`
+//!    (`executors`), each against the blocking API in the same rounds
+//!    (`async_pairs`, `async_handoff`, `crowd`).
+//! 4. Peers: the uncontended lock + unlock pair of redhold (blocking and
+//!    async), raw, rslock, rlock (sync and async) and redis-lock, and the
+//!    async locks' cross-client hand-over, from the `peers` binary of
+//!    `benches/peers` run as a subprocess on the same server (`peers`,
+//!    `peers_async`; left out, with the reason, when it cannot be built or
+//!    run).
 //!
 //! The raw limits and the library figures compared with them are measured
 //! in alternating rounds (`rounds`, `idle`; the peers binary alternates its
@@ -42,13 +49,19 @@
 //! Uses `REDIS_URL` if set, else starts a private `redis-server`.
 //! Environment knobs: `LIMITS_SAMPLES` (latency samples per figure, default
 //! 5000; the 20 ms idle curves take a tenth, 50 to 400), `LIMITS_PEERS_BIN`
-//! (the peers binary to run instead of building it).
+//! (the peers binary to run instead of building it), `LIMITS_ONLY=async`
+//! (only steps 3 and 4: the async face, its table rows and JSON keys).
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod artifacts;
+mod async_face;
+mod async_handoff;
+mod async_pairs;
 mod contention;
+mod crowd;
+mod executors;
 mod handoff;
 mod idle;
 mod interleaved;
@@ -56,6 +69,7 @@ mod json;
 mod noise;
 mod parked;
 mod peers;
+mod peers_async;
 mod proc;
 mod raw;
 #[path = "../common/raw_lua.rs"]
@@ -97,6 +111,12 @@ fn main() {
     let prefix = run_prefix("limits");
     let mut j = Json::default();
     report::run_info(&mut j, &url, samples);
+    if std::env::var("LIMITS_ONLY").is_ok_and(|v| v == "async") {
+        async_only(&mut j, &url, &prefix, samples, noise, started);
+        drop(server);
+        println!("{}", j.finish());
+        return;
+    }
 
     // Memory and watchdog first, while the heap is still small.
     let wd = watchdog::measure(&url, &prefix);
@@ -113,6 +133,7 @@ fn main() {
     let share = share::two_clients(&url, &prefix);
     let parked = parked::cpu(&client, &prefix);
     let semaphores = synchronizers::measure(&url, &client, &other, &prefix, samples / 2);
+    let async_face = async_face::measure(&url, &client, &other, &prefix, samples);
     let _ = other.shutdown();
     let _ = client.shutdown();
     // Other lock crates side by side (a subprocess, `benches/peers`).
@@ -131,6 +152,7 @@ fn main() {
         wd,
         peers,
         semaphores,
+        async_face,
     };
 
     // The table, the JSON object and the files; the JSON line comes last.
@@ -142,4 +164,32 @@ fn main() {
     report::print(&figures, &table, other_cpu, started);
     drop(server);
     println!("{}", j.finish());
+}
+
+/// `LIMITS_ONLY=async`: the async face and the peers, their rows and keys.
+fn async_only(
+    j: &mut Json,
+    url: &str,
+    prefix: &str,
+    samples: usize,
+    noise: Noise,
+    started: Instant,
+) {
+    let client = Client::open(url).expect("redhold: Client::open");
+    let other = Client::open(url).expect("redhold: Client::open (second)");
+    let face = async_face::measure(url, &client, &other, prefix, samples);
+    let _ = other.shutdown();
+    let _ = client.shutdown();
+    let peers = peers::measure(url, samples);
+    async_face::to_json(j, &face);
+    peers::to_json(j, &peers);
+    peers_async::to_json(j, &peers);
+    let mut t = table::Table::default();
+    async_face::rows(&mut t, &face);
+    peers_async::rows(&mut t, &peers);
+    let other_cpu = noise.finish();
+    report::run_end(j, other_cpu, &t, started);
+    println!();
+    t.print();
+    report::tail(&peers, &t, other_cpu, started);
 }

@@ -166,11 +166,11 @@ fn parse(line: &str) -> Option<Vec<(String, f64)>> {
         .collect()
 }
 
-fn get(p: &[(String, f64)], key: &str) -> Option<f64> {
+pub(crate) fn get(p: &[(String, f64)], key: &str) -> Option<f64> {
     p.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
-fn us(v: f64) -> String {
+pub(crate) fn us(v: f64) -> String {
     crate::stats::fmt_us(Duration::from_secs_f64(v.max(0.0) / 1e6))
 }
 

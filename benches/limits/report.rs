@@ -30,6 +30,7 @@ pub(crate) struct Figures {
     pub(crate) wd: Watchdog,
     pub(crate) peers: Peers,
     pub(crate) semaphores: crate::synchronizers::Semaphores,
+    pub(crate) async_face: crate::async_face::AsyncFace,
 }
 
 /// The first keys: the server and the run's settings.
@@ -101,7 +102,9 @@ pub(crate) fn figures(j: &mut Json, f: &Figures) {
     );
     f.wd.to_json(j);
     crate::synchronizers::to_json(j, &f.semaphores);
+    crate::async_face::to_json(j, &f.async_face);
     peers::to_json(j, &f.peers);
+    crate::peers_async::to_json(j, &f.peers);
 }
 
 /// The last keys: machine noise, load, the tally of targets, the runtime.
@@ -179,7 +182,12 @@ pub(crate) fn print(f: &Figures, t: &Table, other_cpu: Option<f64>, started: Ins
     );
     println!();
     t.print();
-    if let Some(line) = peers::not_measured(&f.peers) {
+    tail(&f.peers, t, other_cpu, started);
+}
+
+/// The lines under the table: peers left out, the noise, the tally.
+pub(crate) fn tail(peers: &Peers, t: &Table, other_cpu: Option<f64>, started: Instant) {
+    if let Some(line) = peers::not_measured(peers) {
         println!("{line}");
     }
     if let Some(p) = other_cpu {

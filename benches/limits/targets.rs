@@ -147,5 +147,7 @@ pub(crate) fn table(f: &Figures) -> Table {
         wd.rss_delta_mib() < 8.0,
     );
     peers::rows(&mut t, &f.peers);
+    crate::async_face::rows(&mut t, &f.async_face);
+    crate::peers_async::rows(&mut t, &f.peers);
     t
 }

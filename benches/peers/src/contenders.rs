@@ -18,8 +18,16 @@ pub(crate) fn all(url: &str, prefix: &str) -> Vec<Box<dyn Contender>> {
     vec![
         Box::new(Raw::new(url, name("raw"))),
         Box::new(Redhold::new(url, name("redhold"))),
+        Box::new(crate::async_peers::RedholdAsync::new(
+            url,
+            name("redhold-async"),
+        )),
         Box::new(crate::others::Rslock::new(url, name("rslock"))),
         Box::new(crate::others::Rlock::new(url, name("rlock"))),
+        Box::new(crate::async_peers::RlockAsync::new(
+            url,
+            name("rlock-async"),
+        )),
         Box::new(crate::others::RedisLock::new(url, name("redis-lock"))),
     ]
 }

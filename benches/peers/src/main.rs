@@ -1,11 +1,13 @@
-//! `peers <redis-url> <samples>`: the uncontended lock + unlock pair of
+//! `peers <redis-url> <samples> [handoff-samples]`: the uncontended lock + unlock pair of
 //! redhold next to the raw `redis` crate and other Rust Redis lock crates,
 //! on the same server in the same run.
 //!
 //! Contenders (`contenders`, `others`): raw (acquire EVALSHA + release
 //! EVALSHA on one connection, as `benches/limits/raw.rs`), redhold
-//! (`lock()` + drop), rslock 0.10 (async, on a current-thread tokio
-//! runtime), rlock 0.2 (sync API) and redis-lock 0.5 (sync API). Each takes
+//! (`lock()` + drop), redhold's async face (`lock_async` + `unlock_async`,
+//! `redhold_async`), rslock 0.10 (async), rlock 0.2 (sync API, and its
+//! async API: `rlock_async`) and redis-lock 0.5 (sync API); the async ones
+//! each pair one `block_on` of a current-thread tokio runtime. Each takes
 //! a free lock with a 30 s TTL (redhold: its watchdog lease) on a fixed name
 //! of its own and releases it; measured from before the acquire call to the
 //! release call's return.
@@ -18,12 +20,20 @@
 //! Progress goes to stderr. Run by `cargo bench --bench limits`, which
 //! folds the figures into its table.
 //!
+//! Then the async locks' cross-client hand-over (`handoff`): redhold's
+//! async face, rslock and rlock's async API on a current-thread tokio
+//! runtime, `<key>_handoff_<p50|...>_us`. The peers poll, so each sample
+//! is tens of milliseconds: `handoff-samples` of them (third argument;
+//! default `samples / 100`, 20 to 60).
+//!
 //! `peers --count <redis-url> [library]` counts commands instead (`count`):
 //! run by benches/count_commands.py.
 
+mod async_peers;
 mod contenders;
 mod count;
 mod count_peers;
+mod handoff;
 mod others;
 #[path = "../../common/raw_lua.rs"]
 mod raw_lua;
@@ -53,7 +63,7 @@ fn main() {
         args.first(),
         args.get(1).and_then(|s| s.parse::<usize>().ok()),
     ) else {
-        eprintln!("usage: peers <redis-url> <samples>   (prints one JSON line)");
+        eprintln!("usage: peers <redis-url> <samples> [handoff-samples]   (prints one JSON line)");
         std::process::exit(2);
     };
     let prefix = format!("redhold-bench:peers:{}", std::process::id());
@@ -78,30 +88,36 @@ fn main() {
     );
     let _ = write!(out, ",\"dbsize\":{}", contenders::dbsize(url));
     for (c, v) in all.iter().zip(samples_of.iter_mut()) {
-        v.sort();
-        let mean = v.iter().sum::<Duration>() / v.len().max(1) as u32;
-        let figures = [
-            ("p50", pct(v, 0.50)),
-            ("p90", pct(v, 0.90)),
-            ("p99", pct(v, 0.99)),
-            ("max", v.last().copied().unwrap_or_default()),
-            ("mean", mean),
-        ];
-        for (name, d) in figures {
-            let _ = write!(
-                out,
-                ",\"{}_pair_{name}_us\":{:.3}",
-                c.key(),
-                d.as_secs_f64() * 1e6
-            );
-        }
-        let _ = write!(out, ",\"{}_pair_n\":{}", c.key(), v.len());
+        figures(&mut out, &format!("{}_pair", c.key()), v);
     }
-    out.push('}');
     for c in &mut all {
         c.finish();
     }
+    let handoffs = args
+        .get(2)
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or((samples / 100).clamp(20, 60));
+    handoff::measure(url, &prefix, handoffs, &mut out);
+    out.push('}');
     println!("{out}");
+}
+
+/// Appends `,"<key>_<p50|p90|p99|max|mean>_us":...,"<key>_n":...` for the
+/// samples `v` (sorted here) to `out`.
+pub(crate) fn figures(out: &mut String, key: &str, v: &mut [Duration]) {
+    v.sort();
+    let mean = v.iter().sum::<Duration>() / v.len().max(1) as u32;
+    let figures = [
+        ("p50", pct(v, 0.50)),
+        ("p90", pct(v, 0.90)),
+        ("p99", pct(v, 0.99)),
+        ("max", v.last().copied().unwrap_or_default()),
+        ("mean", mean),
+    ];
+    for (name, d) in figures {
+        let _ = write!(out, ",\"{key}_{name}_us\":{:.3}", d.as_secs_f64() * 1e6);
+    }
+    let _ = write!(out, ",\"{key}_n\":{}", v.len());
 }
 
 /// `n` measured pairs after `n / 10` unmeasured ones.
