@@ -25,7 +25,7 @@ pub fn begin(cfg: &Config, s: &mut State, c: u8, t: u8, mode: ReleaseMode) {
         ReleaseMode::Drop => 1,
         ReleaseMode::Unlock => cfg.retry_window(),
     };
-    let rel = Rel {
+    let mut rel = Rel {
         mode,
         id,
         holder: cfg.holder(c, t),
@@ -38,6 +38,9 @@ pub fn begin(cfg: &Config, s: &mut State, c: u8, t: u8, mode: ReleaseMode) {
         certain: 0,
         at: RelAt::Turn,
     };
+    if cfg.mutated(ClientMutation::ReleaseForgetsBeforeTurn) {
+        forget(cfg, s, c, &mut rel);
+    }
     s.thread_mut(c, t).job = Job::Release(rel);
     go(cfg, s, c, t);
 }
