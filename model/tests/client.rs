@@ -67,12 +67,25 @@ fn spin_lock() {
     explore("spin", Config::spin(), &[LATE]);
 }
 
+#[test]
+fn owner_shared_by_two_threads() {
+    explore("owner", Config::owner(), &[RAN_TWICE, LATE]);
+}
+
 /// Three threads, tries and waits, re-entries, no fault: by hand (see
 /// `docs/reliability.md` for its figures).
 #[test]
 #[ignore]
 fn deep_threads() {
     explore("deep-threads", Config::deep_threads(), &[SHORTER]);
+}
+
+/// An owner's two threads with tries and waits, drops and unlocks, no
+/// fault: by hand.
+#[test]
+#[ignore]
+fn deep_owner() {
+    explore("deep-owner", Config::deep_owner(), &[]);
 }
 
 /// Two clients, tries, drops and unlocks, two faults of every kind: by

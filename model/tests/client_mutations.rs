@@ -148,3 +148,16 @@ fn a_local_taking_that_leaves_the_parked_waiters_unbounded() {
     let cfg = mutated(ClientMutation::NoBoundOnLocalTake, Config::handover());
     counterexample("no bound on a local taking", cfg, &[WAITERS]);
 }
+
+/// An owner's rule: a release forgets its hold under the lane's turn,
+/// never before it (b67e84d). Forgotten as it begins, the other thread's
+/// re-entry, on the turn, counts one hold twice and gives it back.
+#[test]
+fn an_owners_release_that_forgets_its_hold_before_the_turn() {
+    let cfg = mutated(ClientMutation::ReleaseForgetsBeforeTurn, Config::owner());
+    counterexample(
+        "release forgets before the turn",
+        cfg,
+        &[EXCLUSION, AT_REST],
+    );
+}

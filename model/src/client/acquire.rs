@@ -49,6 +49,8 @@ pub fn go(cfg: &Config, s: &mut State, c: u8, t: u8) {
 }
 
 fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
+    // The field, lane and renewal record it acts for.
+    let h = cfg.holder(c, t);
     match call.at.clone() {
         CallAt::Step => {
             if call.waits && !call.joined && call.first_busy.is_none() {
@@ -61,20 +63,20 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
             take_turn(cfg, s, c, t, call, false)
         }
         CallAt::StepTurn { expired } => take_turn(cfg, s, c, t, call, expired),
-        CallAt::StepSettle(mut st) => match settle(cfg, s, c, t, &mut st, Settler::Step) {
+        CallAt::StepSettle(mut st) => match settle(cfg, s, c, h, &mut st, Settler::Step) {
             Settled::Blocked => {
                 call.at = CallAt::StepSettle(st);
                 Flow::Block
             }
             Settled::NotYet => {
-                give_back_turn(s, c, t);
+                give_back_turn(cfg, s, c, t);
                 wait::after_error(cfg, s, c, t, call)
             }
             Settled::Done => {
                 let holds_here =
-                    holds::counted(cfg, s, c, t) > 0 && !cfg.mutated(ClientMutation::NoReentryFlag);
+                    holds::counted(cfg, s, c, h) > 0 && !cfg.mutated(ClientMutation::NoReentryFlag);
                 let expired_at_start =
-                    holds::leased(cfg, c, t) && s.thread(c, t).gen.is_some_and(|g| g.left == 0);
+                    holds::leased(cfg, c, h) && s.thread(c, h).gen.is_some_and(|g| g.left == 0);
                 let sent = AcquireSent {
                     holds_here,
                     expired_at_start,
@@ -86,14 +88,14 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
         },
         CallAt::Sent(out, sent) => reply(cfg, s, c, t, call, out, sent),
         CallAt::Orphans { left, mut send } => {
-            match retry::progress(cfg, s, (c, t), &mut send, None, false) {
+            match retry::progress(cfg, s, (c, h), &mut send, None, false) {
                 Progress::Waiting => {
                     call.at = CallAt::Orphans { left, send };
                     Flow::Block
                 }
                 Progress::Answered(..) if left > 0 => {
                     let id = s.fresh_id();
-                    let send = retry::first(cfg, s, (c, t), id, None);
+                    let send = retry::first(cfg, s, (c, h), id, None);
                     call.at = CallAt::Orphans {
                         left: left - 1,
                         send,
@@ -109,12 +111,12 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                         Purpose::Unguarded { more: 0 },
                         0,
                     );
-                    retry::push(s, c, t, Entry::Release(p));
+                    retry::push(s, c, h, Entry::Release(p));
                     if left > 0 {
                         // Best effort (`release_orphans`): the rest stay
                         // until the generation's last release gives them
                         // back.
-                        holds::excuse_leak(s, c, t);
+                        holds::excuse_leak(s, c, h);
                     }
                     got(cfg, s, c, t, call)
                 }
@@ -129,12 +131,13 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
     }
 }
 
-/// The step's turn on the thread's lane (`Lanes::enter`): taken when
-/// free, else waited for until the tick ends.
+/// The step's turn on the lane of the field it acts for (`Lanes::enter`,
+/// `Lane::take_turn`): taken when free and no other call keeps the lane
+/// for its late attempts, else waited for until the tick ends.
 fn take_turn(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, expired: bool) -> Flow {
-    let lane = &mut s.thread_mut(c, t).lane;
-    if lane.taken.is_none() {
-        lane.taken = Some(Taker::Own);
+    let lane = &mut s.thread_mut(c, cfg.holder(c, t)).lane;
+    if step_may_take(lane, t) {
+        lane.taken = Some(Taker::Thread(t));
         call.at = CallAt::StepSettle(Settle::within(1));
         return Flow::Continue;
     }
@@ -147,10 +150,15 @@ fn take_turn(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, expired
     Flow::Block
 }
 
-/// Gives back the thread's own turn.
-pub fn give_back_turn(s: &mut State, c: u8, t: u8) {
-    let lane = &mut s.thread_mut(c, t).lane;
-    if lane.taken == Some(Taker::Own) {
+/// Whether a step of thread `t`'s call may take `lane`'s turn now.
+pub fn step_may_take(lane: &super::state::Lane, t: u8) -> bool {
+    lane.taken.is_none() && lane.late_call.is_none_or(|l| l == t)
+}
+
+/// Gives back thread `t`'s turn on the lane it acts for.
+pub fn give_back_turn(cfg: &Config, s: &mut State, c: u8, t: u8) {
+    let lane = &mut s.thread_mut(c, cfg.holder(c, t)).lane;
+    if lane.taken == Some(Taker::Thread(t)) {
         lane.taken = None;
     }
 }
@@ -179,6 +187,7 @@ fn reply(
     out: Send,
     mut sent: AcquireSent,
 ) -> Flow {
+    let h = cfg.holder(c, t);
     let answer = match take_reply(s, out.wire, out.expired) {
         Read::Waiting => return Flow::Block,
         Read::Reply(answer) => answer,
@@ -200,8 +209,8 @@ fn reply(
                 return send(cfg, s, c, t, call, sent, out.tries_left - 1);
             }
             call.unsure_is_late = sent.kept;
-            keep_for_late_call(s, c, t, call);
-            give_back_turn(s, c, t);
+            keep_for_late_call(cfg, s, c, t, call);
+            give_back_turn(cfg, s, c, t);
             return wait::after_error(cfg, s, c, t, call);
         }
     };
@@ -212,8 +221,14 @@ fn reply(
     let missed_bound = std::mem::take(&mut call.missed_bound);
     if answer == Answer::HoldsGone && sent.holds_here {
         // The holds counted here are gone: their generation ends, and a
-        // second request takes the lock anew.
-        holds::mark_lost(s, c, t);
+        // second request takes the lock anew. Releases of those holds
+        // left unsent by another thread of an owner have nothing to
+        // release now (`Turn::drop_unsent_releases`).
+        holds::mark_lost(s, c, h);
+        s.thread_mut(c, h)
+            .lane
+            .entries
+            .retain(|e| !matches!(e, Entry::Release(p) if p.alive.is_none()));
         let again = AcquireSent {
             holds_here: false,
             expired_at_start: false,
@@ -222,18 +237,29 @@ fn reply(
         };
         return send(cfg, s, c, t, call, again, cfg.retries);
     }
-    keep_for_late_call(s, c, t, call);
+    keep_for_late_call(cfg, s, c, t, call);
     match answer {
         Answer::Took {
             holds: count,
             token,
         } => {
-            super::fencing::granted(s, c, t, token);
+            super::fencing::granted(s, c, h, token);
+            // Redis still counts the holds of releases on the lane not
+            // sent yet (a drop that found the lane busy, another thread of
+            // an owner's): no guard's any more, nor counted twice
+            // (`Call::hold`, `Turn::with_state`).
+            let unsent = s
+                .thread(c, h)
+                .lane
+                .entries
+                .iter()
+                .filter(|e| matches!(e, Entry::Release(p) if p.alive.is_none()))
+                .count() as u8;
             let orphans = holds::add(
                 cfg,
                 s,
-                (c, t),
-                count,
+                (c, h),
+                count.saturating_sub(unsent),
                 sent.started_ago,
                 sent.expired_at_start,
                 token,
@@ -242,10 +268,10 @@ fn reply(
                 return got(cfg, s, c, t, call);
             }
             if orphans > MAX_ORPHANS {
-                holds::excuse_leak(s, c, t);
+                holds::excuse_leak(s, c, h);
             }
             let id = s.fresh_id();
-            let send = retry::first(cfg, s, (c, t), id, None);
+            let send = retry::first(cfg, s, (c, h), id, None);
             call.at = CallAt::Orphans {
                 left: orphans.min(MAX_ORPHANS) - 1,
                 send,
@@ -253,12 +279,12 @@ fn reply(
             Flow::Block
         }
         Answer::Busy { ticks } => {
-            give_back_turn(s, c, t);
+            give_back_turn(cfg, s, c, t);
             wait::busy(cfg, s, c, t, call, ticks, missed_bound)
         }
         // A re-entry's reply to a plain acquire: the library reports it.
         Answer::HoldsGone => {
-            give_back_turn(s, c, t);
+            give_back_turn(cfg, s, c, t);
             wait::after_error(cfg, s, c, t, call)
         }
         other => unreachable!("an acquire replied {other:?}"),
@@ -267,15 +293,15 @@ fn reply(
 
 /// Until the call's late attempts have their undos, no other call's step
 /// may send on the lane (`Turn::keep_for_late_call`).
-fn keep_for_late_call(s: &mut State, c: u8, t: u8, call: &Call) {
+fn keep_for_late_call(cfg: &Config, s: &mut State, c: u8, t: u8, call: &Call) {
     if !call.late.is_empty() {
-        s.thread_mut(c, t).lane.late_call = true;
+        s.thread_mut(c, cfg.holder(c, t)).lane.late_call = Some(t);
     }
 }
 
 /// The call took the lock: the step ends, then the call.
 fn got(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
-    give_back_turn(s, c, t);
+    give_back_turn(cfg, s, c, t);
     decide(cfg, s, c, t, call, Outcome::Got)
 }
 

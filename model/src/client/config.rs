@@ -101,6 +101,11 @@ pub struct Config {
     pub script_mutation: Option<Mutation>,
     /// Defects of the library as built that the properties excuse.
     pub excused: Vec<Known>,
+    /// Clients whose threads all act for one `Owner` (`Lock<K, Owner>`):
+    /// one field (`<uuid>:<owner id>`; thread 0's here), so one lane and
+    /// one renewal record, and any of them may release a hold another
+    /// took. Their threads share one lease.
+    pub owners: Vec<u8>,
 }
 
 impl Config {
@@ -159,6 +164,16 @@ impl Config {
     /// Whether the model's client has `mutation` switched on.
     pub fn mutated(&self, mutation: ClientMutation) -> bool {
         self.mutation == Some(mutation)
+    }
+
+    /// The thread whose field, lane and renewal record thread `(c, t)`
+    /// acts for: itself, or its owner's (thread 0 of an owner's client).
+    pub fn holder(&self, c: u8, t: u8) -> u8 {
+        if self.owners.contains(&c) {
+            0
+        } else {
+            t
+        }
     }
 
     /// Whether waiters subscribe to the lock's channel (all but spin).

@@ -29,6 +29,7 @@ impl Config {
             mutation: None,
             script_mutation: None,
             excused: Known::ALL.to_vec(),
+            owners: Vec::new(),
         }
     }
 
@@ -106,6 +107,31 @@ impl Config {
         Config {
             kind: Kind::Spin,
             ..Config::plain_waits()
+        }
+    }
+
+    /// Two threads of one client acting for one `Owner` (one field, one
+    /// lane, one renewal record: either takes, re-enters or releases a
+    /// hold the other took) and a leased thread of another client; tries,
+    /// drops and unlocks, one fault among cuts and held-back requests.
+    pub fn owner() -> Config {
+        Config {
+            clients: vec![vec![Lease::Watched, Lease::Watched], vec![Lease::Ticks(2)]],
+            owners: vec![0],
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            fault_budget: 1,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// A deeper configuration, by hand: [`owner`](Self::owner) with
+    /// waiting calls too (the owner's threads wait for the other client),
+    /// no fault (with one, it passes 20M states unexhausted).
+    pub fn deep_owner() -> Config {
+        Config {
+            waits: true,
+            fault_budget: 0,
+            ..Config::owner()
         }
     }
 

@@ -147,7 +147,9 @@ fn cut(cfg: &Config, s: &mut State, w: WireId) {
     // cut before their reply (`undo_behind`): those holds stay.
     let give_back_lost = s.wire(w).requests.iter().filter(|r| is_undo(r)).count() > 1
         && cfg.excuses(Known::CutAttemptsUndoLost);
-    for thread in &mut s.clients[usize::from(c)].threads {
+    let n = s.clients[usize::from(c)].threads.len() as u8;
+    for t in 0..n {
+        let thread = s.thread(c, t);
         // Kept for its undo, or about to be: its response timeout passed
         // before the cut (the library keeps it as the timeout fires).
         let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w)
@@ -157,8 +159,15 @@ fn cut(cfg: &Config, s: &mut State, w: WireId) {
             .entries
             .iter()
             .any(|e| matches!(e, Entry::Undo { wire, .. } if *wire == w));
-        if (ran || give_back_lost) && (late || undo) {
-            thread.ghost.leak_excused = true;
+        if ran || give_back_lost {
+            // The thread's call counts for the field it acts for; the
+            // lane is the field's.
+            if late {
+                s.thread_mut(c, cfg.holder(c, t)).ghost.leak_excused = true;
+            }
+            if undo {
+                s.thread_mut(c, t).ghost.leak_excused = true;
+            }
         }
     }
     let wire = &mut s.wires[usize::from(w)];

@@ -33,18 +33,21 @@ pub fn begin(_cfg: &Config, _s: &mut State, _c: u8, _t: u8, call: &mut Call) -> 
 
 /// One move of the call's end.
 pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
+    // The field, lane and renewal record it acts for.
+    let h = cfg.holder(c, t);
     match call.at.clone() {
         CallAt::FinishTurn => {
-            let lane = &mut s.thread_mut(c, t).lane;
-            if lane.taken.is_some() {
+            // The call's own: the lane it keeps for its late attempts.
+            let lane = &mut s.thread_mut(c, h).lane;
+            if !super::acquire::step_may_take(lane, t) {
                 return Flow::Block;
             }
-            lane.taken = Some(Taker::Own);
+            lane.taken = Some(Taker::Thread(t));
             call.at = CallAt::FinishSettle(Settle::within(1));
             Flow::Continue
         }
         CallAt::FinishSettle(mut st) => {
-            let settled = match settle(cfg, s, c, t, &mut st, Settler::Finish) {
+            let settled = match settle(cfg, s, c, h, &mut st, Settler::Finish) {
                 Settled::Blocked => {
                     call.at = CallAt::FinishSettle(st);
                     return Flow::Block;
@@ -56,12 +59,12 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
             if unsure && !settled {
                 // No look without the lane settled: a hold the attempt may
                 // have taken expires after its lease (a documented limit).
-                holds::excuse_leak(s, c, t);
+                holds::excuse_leak(s, c, h);
             }
             if unsure && settled && !call.unsure_is_late {
                 // One look, on a fresh connection, at what Redis counts.
                 call.unsure = false;
-                let wire = s.open(c, Request::Look(t));
+                let wire = s.open(c, Request::Look(h));
                 call.at = CallAt::FinishLook(Send::on(wire, cfg.retries));
                 return Flow::Block;
             }
@@ -70,12 +73,12 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
         CallAt::FinishLook(out) => match take_reply(s, out.wire, out.expired) {
             Read::Waiting => Flow::Block,
             Read::Reply(Answer::Count(n)) => {
-                let here = holds::counted(cfg, s, c, t);
+                let here = holds::counted(cfg, s, c, h);
                 let n = n.clamp(0, 255) as u8;
                 let extra = if n < here {
                     // The guards' holds are gone: what Redis has is this
                     // call's, and none has a guard.
-                    holds::mark_lost(s, c, t);
+                    holds::mark_lost(s, c, h);
                     n
                 } else {
                     n - here
@@ -84,10 +87,10 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                     return undo_late(cfg, s, c, t, call);
                 }
                 if extra > MAX_ORPHANS {
-                    holds::excuse_leak(s, c, t);
+                    holds::excuse_leak(s, c, h);
                 }
                 let id = s.fresh_id();
-                let send = retry::first(cfg, s, (c, t), id, None);
+                let send = retry::first(cfg, s, (c, h), id, None);
                 call.at = CallAt::FinishGiveBack {
                     left: extra.min(MAX_ORPHANS) - 1,
                     send,
@@ -96,7 +99,7 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
             }
             Read::Reply(other) => unreachable!("a look replied {other:?}"),
             Read::Failed if out.tries_left > 0 => {
-                let wire = s.open(c, Request::Look(t));
+                let wire = s.open(c, Request::Look(h));
                 call.at = CallAt::FinishLook(Send::on(wire, out.tries_left - 1));
                 Flow::Block
             }
@@ -104,19 +107,19 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                 // The look failed too: a hold the attempt may have taken
                 // expires after its lease, renewed by nobody (a documented
                 // limit, `docs/reliability.md`'s honest limits).
-                holds::excuse_leak(s, c, t);
+                holds::excuse_leak(s, c, h);
                 undo_late(cfg, s, c, t, call)
             }
         },
         CallAt::FinishGiveBack { left, mut send } => {
-            match retry::progress(cfg, s, (c, t), &mut send, None, false) {
+            match retry::progress(cfg, s, (c, h), &mut send, None, false) {
                 Progress::Waiting => {
                     call.at = CallAt::FinishGiveBack { left, send };
                     Flow::Block
                 }
                 Progress::Answered(..) if left > 0 => {
                     let id = s.fresh_id();
-                    let send = retry::first(cfg, s, (c, t), id, None);
+                    let send = retry::first(cfg, s, (c, h), id, None);
                     call.at = CallAt::FinishGiveBack {
                         left: left - 1,
                         send,
@@ -132,10 +135,10 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
                         Purpose::Unguarded { more: 0 },
                         0,
                     );
-                    retry::push(s, c, t, Entry::Release(p));
+                    retry::push(s, c, h, Entry::Release(p));
                     if left > 0 {
                         // Best effort: the rest expire after their lease.
-                        holds::excuse_leak(s, c, t);
+                        holds::excuse_leak(s, c, h);
                     }
                     undo_late(cfg, s, c, t, call)
                 }
@@ -154,6 +157,7 @@ pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Fl
 /// condition (`undo_behind`: `1 + cut` releases `above:N` on the last
 /// connection).
 fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
+    let h = cfg.holder(c, t);
     let late = std::mem::take(&mut call.late);
     let cut = if cfg.mutated(ClientMutation::UndoIgnoresCutAttempts) {
         0
@@ -161,13 +165,13 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
         std::mem::take(&mut call.cut)
     };
     if !late.is_empty() && !cfg.mutated(ClientMutation::NoUndoBehindLate) {
-        let lane = &s.thread(c, t).lane;
+        let lane = &s.thread(c, h).lane;
         let pending = lane
             .entries
             .iter()
             .filter(|e| matches!(e, Entry::Release(_) | Entry::Shared { .. }))
             .count() as u8;
-        let above = holds::counted(cfg, s, c, t) + pending;
+        let above = holds::counted(cfg, s, c, h) + pending;
         let last = late.len() - 1;
         for (n, wire) in late.into_iter().enumerate() {
             let releases = if n == last { 1 + cut } else { 1 };
@@ -176,14 +180,14 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
                 if releases > 1 && cfg.excuses(Known::CutAttemptsUndoLost) {
                     // ... and the give-back of the cut attempts' holds,
                     // which rides on it, is lost.
-                    holds::excuse_leak(s, c, t);
+                    holds::excuse_leak(s, c, h);
                 }
                 continue;
             }
             for _ in 0..releases {
                 let id = s.fresh_id();
                 let Request::Script(undo) =
-                    release_call(cfg, c, t, id, Attempt::Above(i64::from(above)), None)
+                    release_call(cfg, c, h, id, Attempt::Above(i64::from(above)), None)
                 else {
                     unreachable!("a script")
                 };
@@ -194,7 +198,7 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
             retry::push(
                 s,
                 c,
-                t,
+                h,
                 Entry::Undo {
                     wire,
                     keep: cfg.latch_ticks(),
@@ -202,8 +206,14 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
             );
         }
     }
-    let lane = &mut s.thread_mut(c, t).lane;
-    lane.late_call = false;
-    lane.taken = None;
+    // Other calls' steps may send again (`Turn::late_undone`: only the
+    // call that keeps the lane frees it).
+    let lane = &mut s.thread_mut(c, h).lane;
+    if lane.late_call == Some(t) {
+        lane.late_call = None;
+    }
+    if lane.taken == Some(Taker::Thread(t)) {
+        lane.taken = None;
+    }
     Flow::End
 }

@@ -4,6 +4,7 @@
 //! (`release_one`) and a generation marked lost (`mark_lost`).
 
 use super::config::{Config, Lease};
+use super::job::Job;
 use super::state::{Entry, Gen, Purpose, State};
 
 /// Whether thread `(c, t)`'s holds have a lease (else the watchdog's).
@@ -21,7 +22,8 @@ pub fn counted(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
 }
 
 /// The thread's generation is over (lost, or its last hold released):
-/// its pending releases no longer name a live record.
+/// its pending releases no longer name a live record, and a release of
+/// one of its holds that has not forgotten it yet finds it stale.
 fn end(s: &mut State, c: u8, t: u8) {
     let thread = s.thread_mut(c, t);
     thread.gen = None;
@@ -31,6 +33,13 @@ fn end(s: &mut State, c: u8, t: u8) {
         if let Entry::Release(p) = entry {
             if let Purpose::Guard { live } = &mut p.purpose {
                 *live = false;
+            }
+        }
+    }
+    for thread in &mut s.clients[usize::from(c)].threads {
+        if let Job::Release(rel) = &mut thread.job {
+            if rel.holder == t && !super::release::forgotten(rel) {
+                rel.stale = true;
             }
         }
     }

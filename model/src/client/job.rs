@@ -182,12 +182,22 @@ pub struct Rel {
     pub mode: ReleaseMode,
     /// Its request id.
     pub id: ReqId,
-    /// The hold's generation is still live (holds remain after it).
+    /// The thread whose field, lane and renewal record it releases for
+    /// (itself, or its owner's).
+    pub holder: u8,
+    /// The hold's generation ended before the release forgot it, under
+    /// the lane's turn (`release_one`: `Kept::Stale`): nothing is sent.
+    pub stale: bool,
+    /// It forgot its hold (`release_one` done).
+    pub forgot: bool,
+    /// The hold's generation is still live (holds remain after it); set
+    /// when the hold is forgotten, as the following three.
     pub gen_live: bool,
     /// Another holder entered while the generation lasted (ghost).
     pub foreign: bool,
     /// A late hold nobody stands for may have been in the field when the
-    /// release began (ghost, see [`super::state::Ghost::leak_excused`]).
+    /// release forgot its hold (ghost, see
+    /// [`super::state::Ghost::leak_excused`]).
     pub leaked: bool,
     /// Ticks left before its deadline passes (0: passed).
     pub left: u8,

@@ -18,6 +18,7 @@
 //! | [`holds`] | `renewals.rs` (`add`, `counted`, `release_one`, `mark_lost`) |
 //! | [`time`] | the response timeout, leases, latches, `watchdog.rs` |
 //! | [`faults`] | the fault proxy's cuts and hold-backs, partitions, restarts, crashes |
+//! | [`config`] (`owners`, `holder`) | `Owner`: its threads share one field, lane and renewal record |
 //!
 //! **Abstractions** (each a choice the properties do not depend on, or
 //! a documented limit): a tick is about one response timeout, and every

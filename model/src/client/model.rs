@@ -100,7 +100,11 @@ impl Model for ClientModel {
                 let t = t as u8;
                 match thread.job {
                     Job::Idle => {
-                        let holds = thread.gen.map_or(0, |g| g.count);
+                        // The holds of the field it acts for, and its guards
+                        // not taken by a release under way.
+                        let h = cfg.holder(c, t);
+                        let holds = s.thread(c, h).gen.map_or(0, |g| g.count);
+                        let guards = holds.saturating_sub(release::releasing(s, c, h));
                         if holds < cfg.max_holds {
                             if cfg.tries {
                                 out.push(Action::Begin {
@@ -117,7 +121,7 @@ impl Model for ClientModel {
                                 });
                             }
                         }
-                        if holds > 0 {
+                        if guards > 0 {
                             for &mode in &cfg.release_modes {
                                 let what = Begin::Release(mode);
                                 out.push(Action::Begin { c, t, what });
@@ -184,7 +188,7 @@ impl Model for ClientModel {
             Action::Tick => time::tick(cfg, &mut n),
             Action::Fault(fault) => faults::apply(&self.cfg, &mut n, fault),
         }
-        properties::clear_excuses(&mut n);
+        properties::clear_excuses(cfg, &mut n);
         normalize(&mut n);
         if cfg.kind == super::config::Kind::Fenced {
             super::normalize::rank_tokens(&mut n);

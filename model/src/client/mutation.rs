@@ -53,6 +53,12 @@ pub enum ClientMutation {
     /// unannounced, they sleep on past a free lock (found by this model
     /// in the library as built, fixed in 0d18fa5).
     NoBoundOnLocalTake,
+    /// A release forgets its hold as it begins, before it has the lane's
+    /// turn (`release.rs` before b67e84d: `release_one` ahead of
+    /// `lanes.enter`): another thread of the owner, whose step holds the
+    /// turn, sees fewer guards than Redis counts and gives back the hold
+    /// the release is about to give back too.
+    ReleaseForgetsBeforeTurn,
 }
 
 impl ClientMutation {
@@ -69,5 +75,6 @@ impl ClientMutation {
         ClientMutation::FirstBusySkipAlways,
         ClientMutation::UndoIgnoresCutAttempts,
         ClientMutation::NoBoundOnLocalTake,
+        ClientMutation::ReleaseForgetsBeforeTurn,
     ];
 }

@@ -154,16 +154,17 @@ pub fn count_starving(cfg: &Config, s: &mut State) {
 }
 
 /// After every step: an excuse for a leaked hold ends once Redis has
-/// nothing under the thread's field and the thread is idle (a release of
-/// its own that freed the field still reads its reply under the excuse).
-pub fn clear_excuses(s: &mut State) {
+/// nothing under the thread's field and every thread acting for it is
+/// idle (a release of its own that freed the field still reads its reply
+/// under the excuse).
+pub fn clear_excuses(cfg: &Config, s: &mut State) {
     for c in 0..s.clients.len() as u8 {
-        for t in 0..s.clients[usize::from(c)].threads.len() as u8 {
-            let thread = s.thread(c, t);
-            if thread.ghost.leak_excused
-                && matches!(thread.job, Job::Idle)
-                && in_redis(s, c, t) == 0
-            {
+        let n = s.clients[usize::from(c)].threads.len() as u8;
+        for t in 0..n {
+            let idle = (0..n)
+                .filter(|&o| cfg.holder(c, o) == t)
+                .all(|o| matches!(s.thread(c, o).job, Job::Idle));
+            if s.thread(c, t).ghost.leak_excused && idle && in_redis(s, c, t) == 0 {
                 s.thread_mut(c, t).ghost.leak_excused = false;
             }
         }

@@ -15,30 +15,72 @@ use super::settle::{settle, Settled, Settler};
 use super::state::{Entry, Purpose, State, Taker};
 use super::{pubsub, wait};
 
-/// Begins thread `(c, t)`'s release of one of its holds.
+/// Begins thread `(c, t)`'s release of one of the holds of the field it
+/// acts for (its own, or its owner's: any thread of an owner may release
+/// a hold another took). The hold is forgotten under the lane's turn, or
+/// as the release is left to the lane ([`forget`]).
 pub fn begin(cfg: &Config, s: &mut State, c: u8, t: u8, mode: ReleaseMode) {
-    let thread = s.thread(c, t);
-    let foreign = thread.ghost.intruded;
-    let leaked = foreign && thread.ghost.leak_excused;
-    let gen_left = thread.gen.map_or(0, |g| g.left);
-    let gen_live = holds::release_one(s, c, t);
     let id = s.fresh_id();
     let left = match mode {
         ReleaseMode::Drop => 1,
         ReleaseMode::Unlock => cfg.retry_window(),
     };
-    s.thread_mut(c, t).job = Job::Release(Rel {
+    let mut rel = Rel {
         mode,
         id,
-        gen_live,
-        foreign,
-        leaked,
+        holder: cfg.holder(c, t),
+        stale: false,
+        forgot: false,
+        gen_live: false,
+        foreign: false,
+        leaked: false,
         left,
-        // The longest TTL the hold may have, and the slack.
-        certain: gen_left.max(cfg.watchdog) + 2,
+        certain: 0,
         at: RelAt::Turn,
-    });
+    };
+    if cfg.mutated(ClientMutation::ReleaseForgetsBeforeTurn) {
+        forget(cfg, s, c, &mut rel);
+    }
+    s.thread_mut(c, t).job = Job::Release(rel);
     go(cfg, s, c, t);
+}
+
+/// Whether `rel` forgot its hold already (it does once it leaves the
+/// turn and the settle).
+pub fn forgotten(rel: &Rel) -> bool {
+    rel.forgot
+}
+
+/// Forgets the hold (`RenewalMap::release_one`, under the lane's turn or
+/// with the entry that carries the release on); false when its generation
+/// is over (`Kept::Stale`): the release ends, nothing sent (`unlock` says
+/// `LockLost`).
+fn forget(cfg: &Config, s: &mut State, c: u8, rel: &mut Rel) -> bool {
+    if rel.forgot {
+        return true;
+    }
+    if rel.stale {
+        return false;
+    }
+    rel.forgot = true;
+    let h = rel.holder;
+    let thread = s.thread(c, h);
+    rel.foreign = thread.ghost.intruded;
+    rel.leaked = rel.foreign && thread.ghost.leak_excused;
+    // The longest TTL the hold may have, and the slack.
+    rel.certain = thread.gen.map_or(0, |g| g.left).max(cfg.watchdog) + 2;
+    rel.gen_live = holds::release_one(s, c, h);
+    true
+}
+
+/// Pending releases of thread `h`'s field that have not forgotten their
+/// hold yet: the guards they stand for are taken.
+pub fn releasing(s: &State, c: u8, h: u8) -> u8 {
+    s.clients[usize::from(c)]
+        .threads
+        .iter()
+        .filter(|th| matches!(&th.job, Job::Release(rel) if rel.holder == h && !forgotten(rel)))
+        .count() as u8
 }
 
 /// Runs thread `(c, t)`'s release until it waits or ends.
@@ -56,8 +98,8 @@ pub fn go(cfg: &Config, s: &mut State, c: u8, t: u8) {
                 return;
             }
             Flow::End => {
-                let lane = &mut s.thread_mut(c, t).lane;
-                if lane.taken == Some(Taker::Own) {
+                let lane = &mut s.thread_mut(c, cfg.holder(c, t)).lane;
+                if lane.taken == Some(Taker::Thread(t)) {
                     lane.taken = None;
                 }
                 return;
@@ -67,12 +109,19 @@ pub fn go(cfg: &Config, s: &mut State, c: u8, t: u8) {
 }
 
 fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
+    // The field, lane and renewal record it acts for.
+    let h = cfg.holder(c, t);
     match rel.at.clone() {
         RelAt::Turn => {
-            let lane = &mut s.thread_mut(c, t).lane;
-            if lane.taken.is_none() {
-                lane.taken = Some(Taker::Own);
+            // Not while a call keeps the lane for its late attempts
+            // (`Lane::take_turn` without a call).
+            let lane = &mut s.thread_mut(c, h).lane;
+            if release_may_take(lane) {
+                lane.taken = Some(Taker::Thread(t));
                 if cfg.mutated(ClientMutation::ReleaseSkipsUndos) {
+                    if !forget(cfg, s, c, rel) {
+                        return Flow::End;
+                    }
                     return send(cfg, s, c, t, rel);
                 }
                 rel.at = RelAt::Settle(Settle::within(rel.left));
@@ -82,26 +131,31 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
                 return Flow::Block;
             }
             // The turn is not free by the deadline: the release goes on,
-            // unsent, from the worker.
-            to_worker(cfg, s, c, t, rel, None);
+            // unsent, from the worker (`hand_to_worker_with`).
+            if forget(cfg, s, c, rel) {
+                to_worker(cfg, s, c, h, rel, None);
+            }
             Flow::End
         }
-        RelAt::Settle(mut st) => match settle(cfg, s, c, t, &mut st, Settler::Release) {
+        RelAt::Settle(mut st) => match settle(cfg, s, c, h, &mut st, Settler::Release) {
             Settled::Blocked => {
                 rel.at = RelAt::Settle(st);
                 Flow::Block
             }
             Settled::NotYet => {
-                to_worker(cfg, s, c, t, rel, None);
+                if forget(cfg, s, c, rel) {
+                    to_worker(cfg, s, c, h, rel, None);
+                }
                 Flow::End
             }
+            Settled::Done if !forget(cfg, s, c, rel) => Flow::End,
             Settled::Done => send(cfg, s, c, t, rel),
         },
         RelAt::Sent {
             mut send,
             successor,
         } => {
-            match retry::progress(cfg, s, (c, t), &mut send, successor, rel.left == 0) {
+            match retry::progress(cfg, s, (c, h), &mut send, successor, rel.left == 0) {
                 Progress::Waiting => {
                     rel.at = RelAt::Sent { send, successor };
                     Flow::Block
@@ -110,43 +164,43 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
                     released(cfg, s, c, t, rel, successor, code, token)
                 }
                 Progress::Unconfirmed => {
-                    to_worker(cfg, s, c, t, rel, Some(&send));
+                    to_worker(cfg, s, c, h, rel, Some(&send));
                     if let Some(next) = successor {
                         // It may still hand the lock over: that lane waits too.
                         retry::push(
                             s,
                             c,
-                            next,
+                            cfg.holder(c, next),
                             Entry::Shared {
-                                lane: t,
+                                lane: h,
                                 id: send.id,
                             },
                         );
-                        end_reservation(s, c, t, next, Wake::Unsettled);
+                        end_reservation(cfg, s, c, t, next, Wake::Unsettled);
                     }
                     Flow::End
                 }
             }
         }
         RelAt::GiveBack { more, mut send } => {
-            match retry::progress(cfg, s, (c, t), &mut send, None, rel.left == 0) {
+            match retry::progress(cfg, s, (c, h), &mut send, None, rel.left == 0) {
                 Progress::Waiting => {
                     rel.at = RelAt::GiveBack { more, send };
                     Flow::Block
                 }
                 Progress::Answered(Some(0), _) if more > 0 => {
-                    give_back(cfg, s, c, t, rel, more - 1)
+                    give_back(cfg, s, c, h, rel, more - 1)
                 }
                 Progress::Answered(Some(0), _) => {
                     // The model's bound on give-backs (the library's is 8).
-                    holds::excuse_leak(s, c, t);
+                    holds::excuse_leak(s, c, h);
                     Flow::End
                 }
                 Progress::Answered(..) => Flow::End,
                 Progress::Unconfirmed => {
                     let p =
                         retry::pending(cfg, Some(&send), send.id, Purpose::Unguarded { more }, 0);
-                    retry::push(s, c, t, Entry::Release(p));
+                    retry::push(s, c, h, Entry::Release(p));
                     Flow::End
                 }
             }
@@ -154,19 +208,25 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
     }
 }
 
-/// Leaves the release to the lane (`hand_to_worker`, or the sent entry
+/// Whether a release may take `lane`'s turn now: free, and kept by no
+/// call for its late attempts.
+pub fn release_may_take(lane: &super::state::Lane) -> bool {
+    lane.taken.is_none() && lane.late_call.is_none()
+}
+
+/// Leaves the release to lane `h` (`hand_to_worker`, or the sent entry
 /// `turn.push`); the caller is told it goes on (a drop returns, an unlock
 /// says `ReleaseUnconfirmed`).
-fn to_worker(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel, sent: Option<&RelSend>) {
+fn to_worker(cfg: &Config, s: &mut State, c: u8, h: u8, rel: &Rel, sent: Option<&RelSend>) {
     let purpose = Purpose::Guard { live: rel.gen_live };
     let p = retry::pending(cfg, sent, rel.id, purpose, rel.certain);
-    retry::push(s, c, t, Entry::Release(p));
+    retry::push(s, c, h, Entry::Release(p));
 }
 
 /// Reserves a successor (`release.rs`, `successor`) and sends the release.
 fn send(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
     let successor = successor(cfg, s, c, t, rel);
-    let send = retry::first(cfg, s, (c, t), rel.id, successor);
+    let send = retry::first(cfg, s, (c, cfg.holder(c, t)), rel.id, successor);
     rel.at = RelAt::Sent { send, successor };
     Flow::Block
 }
@@ -181,14 +241,16 @@ fn successor(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel) -> Option<u8>
     }
     let n = s.clients[usize::from(c)].threads.len() as u8;
     let next = (0..n).find(|&o| o != t && wait::is_waiting(s, c, o))?;
-    let lane = &s.thread(c, next).lane;
+    // The lane of the field it acts for: one of the same owner's is the
+    // releaser's own, whose turn is taken (`take_quiet` fails).
+    let lane = &s.thread(c, cfg.holder(c, next)).lane;
     if lane.taken.is_some() || !lane.entries.is_empty() {
         // Reserved, then dropped: the waiter wakes and tries itself.
         reserve(s, c, next);
         pubsub::settle_reservation(s, c, next, Wake::Unsettled);
         return None;
     }
-    s.thread_mut(c, next).lane.taken = Some(Taker::Releaser(t));
+    s.thread_mut(c, cfg.holder(c, next)).lane.taken = Some(Taker::Releaser(t));
     reserve(s, c, next);
     Some(next)
 }
@@ -204,8 +266,8 @@ fn reserve(s: &mut State, c: u8, next: u8) {
 
 /// The reservation of `next` by `t` ends: its lane's turn is given back
 /// and it wakes with `wake`.
-fn end_reservation(s: &mut State, c: u8, t: u8, next: u8, wake: Wake) {
-    let lane = &mut s.thread_mut(c, next).lane;
+fn end_reservation(cfg: &Config, s: &mut State, c: u8, t: u8, next: u8, wake: Wake) {
+    let lane = &mut s.thread_mut(c, cfg.holder(c, next)).lane;
     if lane.taken == Some(Taker::Releaser(t)) {
         lane.taken = None;
     }
@@ -230,24 +292,34 @@ fn released(
         } else {
             Wake::Unsettled
         };
-        end_reservation(s, c, t, next, wake);
+        end_reservation(cfg, s, c, t, next, wake);
     }
+    let h = cfg.holder(c, t);
     let not_held = code.is_none() && !cfg.mutated(ClientMutation::NotHeldIsOk);
     let ok = !(not_held || code == Some(3));
     if !ok && rel.gen_live {
         // Redis had no hold of ours: the generation's guards are stale.
-        holds::mark_lost(s, c, t);
+        holds::mark_lost(s, c, h);
     }
     // A late hold whose undo a cut lost may stand in the field (a
     // documented limit): excused.
-    let leaked = rel.leaked || s.thread(c, t).ghost.leak_excused;
+    let leaked = rel.leaked || s.thread(c, h).ghost.leak_excused;
     if ok && rel.mode == ReleaseMode::Unlock && rel.foreign && !leaked {
         s.broken.ok_after_intrusion = true;
     }
-    if code == Some(0) && !rel.gen_live {
+    // Other releases of the field still to run (another thread of an
+    // owner may have left one on the lane).
+    let releases = s
+        .thread(c, h)
+        .lane
+        .entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Release(_) | Entry::Shared { .. }))
+        .count();
+    if code == Some(0) && !rel.gen_live && releases == 0 {
         // The generation's last hold, yet Redis counts more: holds no
         // guard stands for, given back within the same deadline.
-        return give_back(cfg, s, c, t, rel, MAX_UNGUARDED - 1);
+        return give_back(cfg, s, c, h, rel, MAX_UNGUARDED - 1);
     }
     Flow::End
 }
@@ -256,18 +328,19 @@ fn released(
 /// library's `MAX_ORPHANS_RELEASED`, 8).
 const MAX_UNGUARDED: u8 = 2;
 
-/// One give-back (`give_back_request`) with `more` after it at most.
-fn give_back(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel, more: u8) -> Flow {
+/// One give-back (`give_back_request`) of field `h`'s holds, with `more`
+/// after it at most.
+fn give_back(cfg: &Config, s: &mut State, c: u8, h: u8, rel: &mut Rel, more: u8) -> Flow {
     let id = s.fresh_id();
     if rel.left == 0 {
         // No time left: what remains goes on from the worker, unsent.
         if more > 0 {
             let p = retry::pending(cfg, None, id, Purpose::Unguarded { more }, 0);
-            retry::push(s, c, t, Entry::Release(p));
+            retry::push(s, c, h, Entry::Release(p));
         }
         return Flow::End;
     }
-    let send = retry::first(cfg, s, (c, t), id, None);
+    let send = retry::first(cfg, s, (c, h), id, None);
     rel.at = RelAt::GiveBack { more, send };
     Flow::Block
 }

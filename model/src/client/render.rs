@@ -113,12 +113,14 @@ fn job(j: &Job) -> String {
     }
 }
 
-fn thread_line(s: &State, c: u8, t: u8) -> String {
+fn thread_line(cfg: &Config, s: &State, c: u8, t: u8) -> String {
     let th = s.thread(c, t);
-    let holds = th.gen.map_or("no holds".to_string(), |g| {
+    // The holds and lane of the field it acts for.
+    let holder = s.thread(c, cfg.holder(c, t));
+    let holds = holder.gen.map_or("no holds".to_string(), |g| {
         format!("{} holds, {} ticks left", g.count, g.left)
     });
-    format!("{} ({holds}; lane {:?})", job(&th.job), th.lane.entries)
+    format!("{} ({holds}; lane {:?})", job(&th.job), holder.lane.entries)
 }
 
 /// One step of a trace.
@@ -130,9 +132,12 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 Begin::Wait => "lock (waiting)".to_string(),
                 Begin::Release(mode) => format!("{mode:?} of one hold"),
             };
-            format!("c{c}.t{t} begins {what} -> {}", thread_line(after, c, t))
+            format!(
+                "c{c}.t{t} begins {what} -> {}",
+                thread_line(cfg, after, c, t)
+            )
         }
-        Action::Go { c, t } => format!("c{c}.t{t} -> {}", thread_line(after, c, t)),
+        Action::Go { c, t } => format!("c{c}.t{t} -> {}", thread_line(cfg, after, c, t)),
         Action::WorkerStart { c, lane } => {
             format!(
                 "c{c}'s worker settles lane t{lane}: {:?}",

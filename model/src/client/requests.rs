@@ -28,9 +28,10 @@ pub fn owner(field: Field) -> Option<(u8, u8)> {
     }
 }
 
-/// An acquire of thread `(c, t)`, a re-entry only when `holds_here`.
+/// An acquire of thread `(c, t)` (for its owner's field, if it acts for
+/// one), a re-entry only when `holds_here`.
 pub fn acquire_call(cfg: &Config, c: u8, t: u8, holds_here: bool) -> Request {
-    let (name, field) = (LOCK, field(c, t));
+    let (name, field) = (LOCK, field(c, cfg.holder(c, t)));
     let lease = cfg.lease_ms(cfg.clients[usize::from(c)][usize::from(t)]);
     Request::Script(match cfg.kind {
         Kind::Plain | Kind::Spin => Call::Acquire {
@@ -48,8 +49,9 @@ pub fn acquire_call(cfg: &Config, c: u8, t: u8, holds_here: bool) -> Request {
     })
 }
 
-/// A release of one hold of thread `(c, t)` with request id `id`, handing
-/// a freed lock to thread `successor` of the same client if named.
+/// A release of one hold of the field of thread `(c, t)` with request id
+/// `id`, handing a freed lock to thread `successor` of the same client if
+/// named (the field it acts for, and its lease).
 pub fn release_call(
     cfg: &Config,
     c: u8,
@@ -59,7 +61,7 @@ pub fn release_call(
     successor: Option<u8>,
 ) -> Request {
     let successor = successor.map(|s| Successor {
-        field: field(c, s),
+        field: field(c, cfg.holder(c, s)),
         lease: cfg.lease_ms(cfg.clients[usize::from(c)][usize::from(s)]),
         fenced: cfg.kind == Kind::Fenced,
     });

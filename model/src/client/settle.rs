@@ -64,6 +64,10 @@ pub fn settle(
         let Some(entry) = entries.get(skip).cloned() else {
             return Settled::Done;
         };
+        // The releases the lane keeps besides this one (`Lane::settle`).
+        let is_release = |e: &Entry| matches!(e, Entry::Release(_) | Entry::Shared { .. });
+        let others =
+            entries.iter().filter(|e| is_release(e)).count() as u8 - u8::from(is_release(&entry));
         let tried = match entry {
             Entry::Undo { wire, keep } => {
                 let w = s.wire(wire);
@@ -86,10 +90,10 @@ pub fn settle(
                     Try::Blocked
                 }
             }
-            Entry::Release(_) => attempt(cfg, s, c, lane, skip, st, who),
+            Entry::Release(_) => attempt(cfg, s, c, (lane, skip), others, st, who),
             Entry::Shared { lane: owner, id } => {
                 match find(s, c, owner, id) {
-                    Some(at) => attempt(cfg, s, c, owner, at, st, who),
+                    Some(at) => attempt(cfg, s, c, (owner, at), others, st, who),
                     // Settled from its own lane.
                     None => Try::Settled,
                 }
@@ -125,13 +129,13 @@ fn find(s: &State, c: u8, owner: u8, id: u16) -> Option<usize> {
 }
 
 /// One attempt of the pending release at `lane`'s entry `at`
-/// (`PendingRelease::attempt`).
+/// (`PendingRelease::attempt`), `others` releases kept besides it.
 fn attempt(
     cfg: &Config,
     s: &mut State,
     c: u8,
-    lane: u8,
-    at: usize,
+    (lane, at): (u8, usize),
+    others: u8,
     st: &mut Settle,
     who: Settler,
 ) -> Try {
@@ -142,7 +146,7 @@ fn attempt(
         return Try::Settled;
     }
     let tried = match st.out {
-        Some(out) => awaited(cfg, s, c, lane, &mut p, out, st),
+        Some(out) => awaited(cfg, s, c, (lane, others), &mut p, out, st),
         None => first_look(cfg, s, c, lane, &mut p, st, who),
     };
     if let Entry::Release(slot) = &mut s.thread_mut(c, lane).lane.entries[at] {
@@ -209,13 +213,13 @@ fn awaited(
     cfg: &Config,
     s: &mut State,
     c: u8,
-    lane: u8,
+    (lane, others): (u8, u8),
     p: &mut Pending,
     out: Send,
     st: &mut Settle,
 ) -> Try {
     match take_reply(s, out.wire, out.expired) {
-        Read::Reply(Answer::Released { code, .. }) => answered(cfg, s, c, lane, p, code),
+        Read::Reply(Answer::Released { code, .. }) => answered(cfg, s, (c, lane), others, p, code),
         Read::Reply(other) => unreachable!("a release replied {other:?}"),
         Read::Failed | Read::TimedOut if out.tries_left > 0 && !st.expired => {
             p.attempts = 2;
@@ -230,12 +234,13 @@ fn awaited(
     }
 }
 
-/// What a reply means (`PendingRelease::answered`).
+/// What a reply means (`PendingRelease::answered`), `others` releases of
+/// the field still to run after it.
 fn answered(
     cfg: &Config,
     s: &mut State,
-    c: u8,
-    lane: u8,
+    (c, lane): (u8, u8),
+    others: u8,
     p: &mut Pending,
     code: Option<i64>,
 ) -> Try {
@@ -249,15 +254,18 @@ fn answered(
             Try::Settled
         }
         Purpose::Guard { live: false }
-            if code == HOLDS_REMAIN && holds::counted(cfg, s, c, lane) == 0 =>
+            if code == HOLDS_REMAIN && others == 0 && holds::counted(cfg, s, c, lane) == 0 =>
         {
             p.purpose = Purpose::Unguarded {
                 more: MORE_UNGUARDED,
             };
-            answered(cfg, s, c, lane, p, code)
+            answered(cfg, s, (c, lane), others, p, code)
         }
         Purpose::Unguarded { more }
-            if more > 0 && code == HOLDS_REMAIN && holds::counted(cfg, s, c, lane) == 0 =>
+            if more > 0
+                && code == HOLDS_REMAIN
+                && others == 0
+                && holds::counted(cfg, s, c, lane) == 0 =>
         {
             let old = p.id;
             p.id = s.fresh_id();
@@ -267,7 +275,7 @@ fn answered(
             relink(s, c, lane, old, p.id);
             Try::Again
         }
-        Purpose::Unguarded { .. } if code == HOLDS_REMAIN => {
+        Purpose::Unguarded { .. } if code == HOLDS_REMAIN && others == 0 => {
             // More holds than the guards' may remain: the model's bound on
             // give-backs was reached (the library's is 7), or guards hold
             // the lock, whose last release gives them back.

@@ -174,8 +174,9 @@ pub struct Ghost {
 pub struct Lane {
     /// Who holds the turn.
     pub taken: Option<Taker>,
-    /// The thread's acquire call keeps the lane for its late attempts.
-    pub late_call: bool,
+    /// The acquire call of this thread keeps the lane for its late
+    /// attempts: only its steps may send (`Turn::keep_for_late_call`).
+    pub late_call: Option<u8>,
     /// Unconfirmed requests: sent ones first, then unsent releases.
     pub entries: Vec<Entry>,
 }
@@ -183,8 +184,9 @@ pub struct Lane {
 /// Who holds a lane's turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Taker {
-    /// The lane's own thread, for a step.
-    Own,
+    /// A thread acting for the lane's holder (itself, or another thread
+    /// of its owner), for a step or a release.
+    Thread(u8),
     /// The release worker.
     Worker,
     /// Another thread of the client handing the lock to this one.

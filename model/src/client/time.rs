@@ -53,25 +53,27 @@ fn settle_ready(cfg: &Config, s: &State, c: u8, lane: u8, st: &Settle, worker: b
 /// Whether thread `(c, t)` can move now.
 pub fn runnable(cfg: &Config, s: &State, c: u8, t: u8) -> bool {
     let thread = s.thread(c, t);
-    let free = thread.lane.taken.is_none();
+    // The field, lane and renewal record it acts for.
+    let h = cfg.holder(c, t);
+    let lane = &s.thread(c, h).lane;
     match &thread.job {
         Job::Idle | Job::Dead => false,
         Job::Acquire(call) => match &call.at {
             CallAt::Step | CallAt::Join => true,
-            CallAt::StepTurn { expired } => *expired || free,
+            CallAt::StepTurn { expired } => *expired || super::acquire::step_may_take(lane, t),
             CallAt::StepSettle(st) | CallAt::FinishSettle(st) => {
-                settle_ready(cfg, s, c, t, st, false)
+                settle_ready(cfg, s, c, h, st, false)
             }
             CallAt::Sent(send, _) | CallAt::FinishLook(send) => ready(s, send),
             CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
                 ready(s, &send.send)
             }
             CallAt::Parked(p) => p.woke.is_some(),
-            CallAt::FinishTurn => free,
+            CallAt::FinishTurn => super::acquire::step_may_take(lane, t),
         },
         Job::Release(rel) => match &rel.at {
-            RelAt::Turn => rel.left == 0 || free,
-            RelAt::Settle(st) => settle_ready(cfg, s, c, t, st, false),
+            RelAt::Turn => rel.left == 0 || super::release::release_may_take(lane),
+            RelAt::Settle(st) => settle_ready(cfg, s, c, h, st, false),
             RelAt::Sent { send, .. } | RelAt::GiveBack { send, .. } => ready(s, &send.send),
         },
     }

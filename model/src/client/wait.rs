@@ -131,8 +131,9 @@ pub fn parked(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, park: 
     match woke {
         Wake::HandedOver(token) => {
             // One hold, its lease from the hand-over (`handed_over`).
-            super::fencing::granted(s, c, t, token);
-            holds::add(cfg, s, (c, t), 1, 0, false, token);
+            let h = cfg.holder(c, t);
+            super::fencing::granted(s, c, h, token);
+            holds::add(cfg, s, (c, h), 1, 0, false, token);
             decide(cfg, s, c, t, call, Outcome::Got)
         }
         other => {
