@@ -266,24 +266,32 @@ impl<K: KindOps> Call<'_, K> {
             }
             let _ = self.lock.kind.give_up(at, &self.field);
             let (commands, count) = recorder.into_inner().into_commands();
-            match Trailing::follow(conn, &commands, count, keep_until) {
-                Ok(trailing) => {
-                    if turn.push(Entry::Undo(Box::new(trailing.into()))).is_err() {
-                        // Its connection closes; the server still runs what
-                        // it got, but nobody waits for it.
-                        log::warn!(
-                            "redhold: too many requests unconfirmed; the undo behind a late \
-                             acquire of {:?} is no longer awaited",
-                            names::shorten(self.lock.name)
-                        );
-                    }
+            let trailing = match Trailing::follow(conn, &commands, count, keep_until) {
+                Ok(trailing) => trailing,
+                // Written in part, maybe, behind a request still on its
+                // way: no copy may go while that part may run.
+                Err(e) if e.is_timeout() => {
+                    log::warn!(
+                        "redhold: an acquire of {:?} may run late on a stalled server, and \
+                         its undo could not follow it ({e}); if it runs, the hold expires \
+                         after its lease",
+                        names::shorten(self.lock.name)
+                    );
+                    continue;
                 }
-                Err(e) => log::warn!(
-                    "redhold: an acquire of {:?} may run late on a stalled server, and its \
-                     undo could not follow it ({e}); if it runs, the hold expires after its \
-                     lease",
+                // The connection failed before the undo was written: the
+                // late request ran or never will, and the undo goes on
+                // another connection at the entry's first settle.
+                Err(_) => Trailing::unwritten(&commands, count, keep_until),
+            };
+            if turn.push(Entry::Undo(Box::new(trailing.into()))).is_err() {
+                // Its connection closes; the server still runs what it
+                // got, but nobody waits for it.
+                log::warn!(
+                    "redhold: too many requests unconfirmed; the undo behind a late acquire \
+                     of {:?} is no longer awaited",
                     names::shorten(self.lock.name)
-                ),
+                );
             }
         }
     }

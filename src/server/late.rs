@@ -148,6 +148,21 @@ impl Trailing {
         })
     }
 
+    /// An undo that could not be written behind its late request (the
+    /// connection failed first: the request ran or never will): kept as
+    /// one whose connection failed, so that its first settle sends it on
+    /// another connection (see [`resend`](Self::resend)).
+    pub(crate) fn unwritten(commands: &[u8], count: usize, keep_until: Instant) -> Trailing {
+        Trailing {
+            conn: None,
+            replies_left: 0,
+            keep_until,
+            commands: commands.to_vec(),
+            count,
+            untracked: false,
+        }
+    }
+
     /// Until when the undo's request ids stay latched once it ran: it was
     /// written no later than this much before, and each of its releases
     /// latches its id for the retry rule's latch life when it runs.

@@ -206,6 +206,27 @@ pub(crate) struct UndoCase {
     pub(crate) unlock: bool,
     pub(crate) next: Vec<Next>,
     pub(crate) end: CaseEnd,
+    /// Now and then the held-back request's connection is cut when its
+    /// hold-back ends, so the undo written behind it never arrives.
+    pub(crate) cut: Option<UndoCut>,
+}
+
+/// How an undo case's connection is cut (2bbaed6: an undo whose
+/// connection fails before its reply goes again on another connection,
+/// one copy at a time, while its latches outlive every copy).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UndoCut {
+    /// The late request runs first (its hold is the undo's to give back),
+    /// or never runs.
+    pub(crate) ran: bool,
+    /// How long the proxy holds back the undo's next copy: under or past
+    /// the response timeout (a copy kept and read, while the thread's
+    /// next calls wait on the lane).
+    pub(crate) copy_held: Duration,
+    /// The guard the call got stands until the judge (no next call but a
+    /// `hold_count()`): no release of the field follows the undo, so a
+    /// late hold the undo did not give back stays beside it.
+    pub(crate) keep_guard: bool,
 }
 
 /// A call of the thread's own while a request of it on the same lock may
@@ -755,16 +776,35 @@ fn undo_in_flight(rng: &mut Rng, may_fork: bool) -> Op {
             _ => Next::Acquire(in_flight_method(rng, own)),
         });
     }
+    // A cut leaves the undo's copy time to go and answer within its keep
+    // time: the hold-back is shorter.
+    let cut = rng.chance(35).then(|| UndoCut {
+        ran: rng.chance(60),
+        copy_held: if rng.chance(50) {
+            Duration::ZERO
+        } else {
+            rng.millis(300, 1100)
+        },
+        keep_guard: rng.chance(50),
+    });
+    if cut.is_some_and(|c| c.keep_guard) {
+        next.retain(|n| *n == Next::HoldCount);
+    }
     Op::UndoInFlight(UndoCase {
         target,
         method,
         // Past the response timeout (600 ms) and the retry's start, well
         // within the undo's keep time (the unlock latch's life, 2.85 s,
         // from the call's end).
-        delay: rng.millis(900, 2500),
+        delay: if cut.is_some() {
+            rng.millis(900, 1600)
+        } else {
+            rng.millis(900, 2500)
+        },
         unlock: rng.chance(25),
         next,
         end: case_end(rng, may_fork),
+        cut,
     })
 }
 

@@ -77,6 +77,16 @@ pub(crate) enum Action {
     /// Hold the request back this long, then forward it (a stalled server:
     /// the client gives up on it, and it still runs later).
     DelayRequest(Duration),
+    /// Hold the request back this long, then cut the connection instead
+    /// of forwarding it: a request the client gave up on (and wrote an
+    /// undo behind) that never runs.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    LoseRequestAfter(Duration),
+    /// Hold the request back this long, forward it, and cut the
+    /// connection at once: the late request runs, and what the client
+    /// wrote behind it (an undo) never reaches the server.
+    #[allow(dead_code)] // not every test binary that includes the proxy uses it
+    DelayRequestThenCut(Duration),
     /// Forward the request, send its reply one byte per this pause.
     TrickleReply(Duration),
     /// Forward the request and its reply, then send these bytes and
@@ -349,8 +359,9 @@ impl Shared {
 
     fn fire(&self, id: u64, action: Action) {
         let slot = match action {
-            Action::LoseRequest => 0,
-            Action::LoseReply
+            Action::LoseRequest | Action::LoseRequestAfter(_) => 0,
+            Action::DelayRequestThenCut(_)
+            | Action::LoseReply
             | Action::LoseReplyAndPartition
             | Action::GarbleReply(_)
             | Action::CutMidReply => 1,
@@ -714,6 +725,19 @@ fn pump_requests(
                 Some((id, Action::DelayRequest(d))) => {
                     shared.fire(id, Action::DelayRequest(d));
                     thread::sleep(d);
+                }
+                Some((id, Action::LoseRequestAfter(d))) => {
+                    shared.fire(id, Action::LoseRequestAfter(d));
+                    thread::sleep(d);
+                    let _ = client.shutdown(Shutdown::Both);
+                    return;
+                }
+                Some((id, Action::DelayRequestThenCut(d))) => {
+                    shared.fire(id, Action::DelayRequestThenCut(d));
+                    thread::sleep(d);
+                    let _ = server.write_all(&pending[..used]);
+                    let _ = client.shutdown(Shutdown::Both);
+                    return;
                 }
                 Some((id, Action::GarbleReply(with))) => {
                     *replies.lock() = ReplyState::Garble(with, id);

@@ -17,7 +17,15 @@
 //! `hold_count()`. Each may wait for the undo or fail like an outage.
 //! Once the request has run, `in_flight.rs` judges the thread's count.
 //! Now and then the client is shut down, or (in a child process) the
-//! process forks, with the undo on its way.
+//! process forks, with the undo on its way. And now and then the
+//! held-back request's connection is cut as its hold-back ends, the
+//! request run first or not, so that the undo behind it never arrives:
+//! the undo must go again on another connection (its copy held back too,
+//! now and then past the response timeout), or the late hold stays
+//! ("left held"); half the time the guard stands until the judge, so
+//! that no release of the field cleans up after the undo.
+use std::time::Duration;
+
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,7 +34,7 @@ use super::in_flight::{CALL, JUDGE, SETTLE};
 use super::Actor;
 use crate::fault_proxy::{Action, Matcher, Rule};
 use crate::history::Event;
-use crate::ops::{CaseEnd, UndoCase};
+use crate::ops::{CaseEnd, UndoCase, UndoCut};
 use crate::targets;
 
 /// The words of the case's note: the schedule's summary counts them.
@@ -42,6 +50,7 @@ impl Actor {
             unlock,
             next,
             end,
+            cut,
         } = case;
         if !self.held.is_empty() || !target.kind.single() {
             return;
@@ -58,14 +67,35 @@ impl Actor {
         // is this acquire's first request (its retry goes through).
         let armed = path.arming.arm(Rule {
             matcher: Matcher::script(&path.set.full(target.names[0]), &[&field]),
-            action: Action::DelayRequest(delay),
+            action: match cut {
+                None => Action::DelayRequest(delay),
+                Some(UndoCut { ran: true, .. }) => Action::DelayRequestThenCut(delay),
+                Some(UndoCut { ran: false, .. }) => Action::LoseRequestAfter(delay),
+            },
         });
         let called = Instant::now();
         self.acquire_with(Arc::clone(&path.set), target.clone(), method, false, None);
         let returned = Instant::now();
         let fired = armed.disarm();
+        // The undo's next copy: the first script naming the lock with the
+        // thread's field and an undo's condition (`above:N`) once the call
+        // is over (never a renewal: a renewal held back is a fault the
+        // case does not account for).
+        let copy = cut
+            .filter(|c| fired && !c.copy_held.is_zero())
+            .map(|c| {
+                path.arming.arm(Rule {
+                    matcher: Matcher::script(
+                        &path.set.full(target.names[0]),
+                        &[&field, "above:"],
+                    ),
+                    action: Action::DelayRequest(c.copy_held),
+                })
+            });
+        let copy_held = cut.map_or(Duration::ZERO, |c| c.copy_held);
         let took = self.held.len() == 1;
-        if took {
+        let keep = cut.is_some_and(|c| c.keep_guard);
+        if took && !keep {
             self.release(0, !unlock, None);
         }
         if !fired {
@@ -74,7 +104,7 @@ impl Actor {
         // Held back from when it was sent (after the call began) on: it
         // runs no earlier than this, and has run by the quiet point.
         let held_until = called + delay;
-        let quiet = returned + delay + SETTLE;
+        let quiet = returned + delay + copy_held + SETTLE;
         match end {
             CaseEnd::Shutdown => self.shut_down_mid_path(&path),
             CaseEnd::Fork => self.fork_mid_path(&path, &target),
@@ -89,18 +119,32 @@ impl Actor {
         self.record(Event::Note {
             text: format!(
                 "{}: {UNDO_IN_FLIGHT} on {} {}: the fault proxy held back the first request of \
-                 {} {} ms ({}; given back by {}); then {}",
+                 {} {} ms{} ({}; given back by {}); then {}",
                 self.spec.label,
                 target.kind.as_str(),
                 target.joined(),
                 method.label(),
                 delay.as_millis(),
+                match cut {
+                    None => String::new(),
+                    Some(c) => format!(
+                        ", then cut its connection ({}; the undo's next copy held back {} ms)",
+                        if c.ran { "run first" } else { "never run" },
+                        c.copy_held.as_millis()
+                    ),
+                },
                 if took {
                     "it took the lock"
                 } else {
                     "it did not"
                 },
-                if unlock { "unlock()" } else { "a drop" },
+                if keep {
+                    "kept until judged"
+                } else if unlock {
+                    "unlock()"
+                } else {
+                    "a drop"
+                },
                 match end {
                     CaseEnd::Shutdown => "a shutdown".to_owned(),
                     CaseEnd::Fork => format!("a fork, {next:?}"),
@@ -108,6 +152,9 @@ impl Actor {
                 }
             ),
         });
+        if let Some(copy) = copy {
+            copy.disarm();
+        }
         if end != CaseEnd::Shutdown {
             self.judge_in_flight(&path, &target, UNDO_IN_FLIGHT);
         }
