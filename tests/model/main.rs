@@ -118,6 +118,7 @@ mod leftovers;
 mod model;
 mod ops;
 mod oracle;
+mod owners;
 mod remains;
 mod report;
 mod rng;

@@ -3,7 +3,7 @@
 //!
 //! | check | rule | excused by |
 //! |---|---|---|
-//! | two holders | valid intervals of different holders on one name never overlap (readers may share) | a server restart in either session (documented: no persistence); a hold that was reported lost under a stall |
+//! | two holders | valid intervals of different holders (a thread of a client; an owner, whichever of its threads took the hold) on one name never overlap (readers may share) | a server restart in either session (documented: no persistence); a hold that was reported lost under a stall |
 //! | lost while healthy | a watched hold is never reported lost, a leased one never before its lease ran out | a stall (`DEBUG SLEEP` + [`FAULT_TAIL`](crate::config::FAULT_TAIL)), restart or force-unlock in its session; its client shut down. Killed connections excuse nothing: every command is retried at once |
 //! | fencing | a token is larger than every token handed out before its acquire was called | a restart of the server in between (documented) |
 //! | hold count | `hold_count()` / `is_held_by_current_thread()` match the held guards | leases close to their end, faults, force-unlocks, failed acquires or releases nearby |
@@ -15,8 +15,8 @@
 //! | release after shutdown | a release (`unlock()`, `Lock::unlock`) sent after its client's `shutdown()` returned does not say `Ok` | none (red locks are left out) |
 //! | unlock of a guarded lock | `Lock::unlock()` by a thread that holds the lock only through live guards answers `NotHeld` and leaves the hold (flagged by the actor, see `actors::UNLOCK_GUARDED`) | none |
 //! | late member kept | once a multi-lock's or RedLock's member acquire that a stalled server ran late (after the call gave up on it) has run, the thread's `hold_count()` of that member is 0 when it holds no guard of it: the undo behind the late request gave it back (flagged by the actor, see `actors/stalled_member.rs`) | a fault on the main server around the case |
-//! | left held | once every request an in-flight case held back has run (a release, or an acquire and the undo behind it), the thread's `hold_count()` of the lock is not above the guards it holds of it, and 0 once it released them: no hold is left that no guard stands for (flagged by the actor, see `actors/in_flight.rs`) | a fault on the main server around the case |
-//! | hold taken away | then, the thread's `hold_count()` is not below its guards either: no late request took a newer hold (flagged likewise) | a fault on the main server around the case; a force-unlock of the lock |
+//! | left held | once every request an in-flight case held back has run (a release, or an acquire and the undo behind it), the thread's `hold_count()` of the lock is not above the guards it holds of it, and 0 once it released them: no hold is left that no guard stands for (flagged by the actor, see `actors/in_flight.rs`); likewise an owner's field in Redis once the owner rests (`owners/rest.rs`: its count against every guard of it, whichever thread holds them) | a fault on the main server around the case |
+//! | hold taken away | then, the thread's `hold_count()` (an owner's field at rest) is not below its guards either: no late request took a newer hold (flagged likewise) | a fault on the main server around the case; a force-unlock of the lock |
 //! | fork | a forked process's calls fail with `ForkedProcess`, it exits cleanly, and dropping every handle of a client it inherited leaves the parent's pub/sub connection alone (no reconnect) | a fault around it (for the reconnect only) |
 //!
 //! Every breach becomes a [`Violation`]; every excused one is counted.
@@ -1126,6 +1126,18 @@ mod tests {
         fault(&mut s, 0, 7000, 7100);
         flag(&mut s, 9000);
         assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
+    fn an_owner_is_one_holder_whichever_thread_records_its_holds() {
+        // The owner's holds from two of its threads overlap: one holder.
+        let mut s = Script::new();
+        s.hold(7, Kind::Plain, "p0", 0, 0, 300, "dropped", 0);
+        s.hold(7, Kind::Plain, "p0", 0, 100, 200, "ok", 0);
+        assert!(s.judge().violations.is_empty());
+        // A thread of the same client is another holder.
+        s.hold(3, Kind::Plain, "p0", 0, 220, 280, "ok", 0);
+        assert_eq!(rules(&s.judge()), ["two holders"]);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::joins;
 use crate::leftovers;
 use crate::model::Model;
 use crate::oracle::{self, Class, Violation};
+use crate::owners;
 use crate::report;
 use crate::rng::Rng;
 use crate::support::{server_version, RedisServer};
@@ -116,6 +117,27 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             }));
         }
     }
+    // One owner driven from threads of one of the slots' clients
+    // (`owners.rs`).
+    let crew_slot = Rng::stream(spec.seed, 20_000).below(slots.len() as u64) as usize;
+    crew.push(owners::spawn_crew(owners::CrewSpec {
+        id: owners::CREW_ACTOR,
+        label: format!("p0.c{crew_slot}.o0"),
+        seed: spec.seed,
+        slot: Arc::clone(&slots[crew_slot]),
+        others: slots
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| *c != crew_slot)
+            .map(|(_, s)| Arc::clone(s))
+            .collect(),
+        recorder: recorder.clone(),
+        interrupts: Arc::clone(&interrupts),
+        stop: Arc::clone(&stop),
+        stops_at,
+        proxy: Some(proxy.arming()),
+        direct: server_urls[0].clone(),
+    }));
     let collector = mode
         .children
         .then(|| crate::wire::Collector::start(Arc::clone(&history)));
@@ -286,8 +308,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
-         releases {}, stalled members {}, releases in flight {}, undos in flight {}, {} \
-         violation(s); \
+         releases {}, stalled members {}, releases in flight {}, undos in flight {}, owner rounds {} \
+         ({} holds of the owner on threads, {} faults on its requests), {} violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -327,6 +349,15 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         events
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::UNDO_IN_FLIGHT)))
+            .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::OWNER_ROUND)))
+            .count(),
+        model.holds_of(owners::CREW_ACTOR).count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::OWNER_FAULT)))
             .count(),
         violations.len(),
         excused
