@@ -17,8 +17,9 @@ use crate::targets::Kind;
 use crate::wire::Link;
 
 /// Index of an actor, unique in a schedule: one holder, a thread doing
-/// lock operations or an owner (`owners.rs`), whose threads all record
-/// under its one id, as Redis counts all its holds in one field.
+/// lock operations or an owner (`owners.rs`), whose threads and tasks
+/// all record under its one id, as Redis counts all its holds in one
+/// field.
 pub(crate) type ActorId = u32;
 /// Id of one hold (one successful acquire), unique in a schedule.
 pub(crate) type HoldId = u64;

@@ -1,21 +1,25 @@
-//! Holders that are not threads (issue 41): an [`Owner`] driven from
-//! several threads at once (`owners/crew.rs`).
+//! Holders that are not threads (issues 41 and 42): an [`Owner`] driven
+//! from several threads at once (`owners/crew.rs`), and an owner driven by
+//! tasks whose futures are dropped at random await points
+//! (`owners/tasks.rs`, on a tiny executor of its own, `owners/executor.rs`).
 //!
-//! An owner is one holder, whichever thread acts for it: Redis
+//! An owner is one holder, whichever thread or task acts for it: Redis
 //! counts its holds in one field (`<client-uuid>:<owner-id>`). So the
 //! history records all of an owner's events under one actor id (with op
 //! and hold numbers it shares between its threads, [`OwnerLog`]), and the
 //! oracle's rules apply to it as to a thread: mutual exclusion against
-//! every other holder (threads of any client), the hold count (its probes
-//! are made at rest, when none of its threads is in a call), losses, shutdowns (its owner id is its "thread
+//! every other holder (threads, and the other owner, of any client), the
+//! hold count (its probes are made at rest, when none of its threads or
+//! tasks is in a call), losses, shutdowns (its owner id is its "thread
 //! number", [`Event::Tid`]), liveness and the end state.
 //!
 //! At rest, once every request the fault proxy held back has run, the
 //! owner's field is looked up in Redis itself ([`rest`]): its count must
-//! equal the owner's live guards of the lock (more, or a fair queue entry
-//! or read-hold key of its: the rule "left held"; fewer: "hold taken
-//! away"); then `hold_count()` is asked (a probe the hold count rule
-//! judges).
+//! equal the owner's live guards of the lock (more: the rule "left held",
+//! or "dropped future left" when a future of the owner's was dropped on
+//! that lock since the last rest; fewer: "hold taken away"), and a dropped
+//! future must leave no fair queue entry and no read-hold key; then
+//! `hold_count()` is asked (a probe the hold count rule judges).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,12 +34,18 @@ use crate::rng::Rng;
 use crate::targets::{self, AnyGuard, ClientSet, Kind, Method, Target};
 
 mod crew;
+mod executor;
 mod rest;
+mod tasks;
 
 pub(crate) use crew::{spawn as spawn_crew, CrewSpec, OWNER_ROUND};
+pub(crate) use rest::{DROPPED_LEFT, DROPPED_PARKED, REST_BOUND};
+pub(crate) use tasks::{spawn as spawn_tasks, TasksSpec, ASYNC_REST};
 
 /// The actor id of the owner driven from threads (one per schedule).
 pub(crate) const CREW_ACTOR: ActorId = 1_000;
+/// The actor id of the owner driven by tasks (one per schedule).
+pub(crate) const TASKS_ACTOR: ActorId = 2_000;
 
 /// The lease of an owner's leased hold (ms): longer than a round and the
 /// rest after it, so that a guard is released (at a round's end at the
@@ -82,6 +92,10 @@ impl OwnerLog {
             recorder,
             next: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    pub(crate) fn recorder(&self) -> &Recorder {
+        &self.recorder
     }
 
     pub(crate) fn record(&self, event: Event) {
@@ -160,7 +174,7 @@ impl OwnerLog {
     }
 }
 
-/// One guard of an owner, on whichever thread has it now.
+/// One guard of an owner, on whichever thread (or task) has it now.
 #[derive(Debug)]
 pub(crate) struct OwnerHeld {
     pub(crate) hold: HoldId,
@@ -170,7 +184,7 @@ pub(crate) struct OwnerHeld {
     pub(crate) lease: Option<Duration>,
     /// When the acquire was called (local clock).
     pub(crate) called: Instant,
-    /// Where it was taken: `t2`.
+    /// Where it was taken: `t2`, or `task`.
     pub(crate) taken_on: &'static str,
     /// A `HeldFalse` was recorded already.
     pub(crate) reported: bool,
@@ -340,7 +354,7 @@ pub(crate) struct ArmedFault {
 }
 
 /// Arms `plan` on `owner`'s next request naming `target`'s lock (its next
-/// release with `releases`): whichever thread of the owner sends
+/// release with `releases`): whichever thread or task of the owner sends
 /// it meets the fault.
 pub(crate) fn arm(
     proxy: &Arming,

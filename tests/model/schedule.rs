@@ -98,6 +98,9 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
                 .unwrap_or_else(|e| panic!("model: cannot build client p0.c{c}: {e}"))
         })
         .collect();
+    // The owners' own client: only its task thread uses it.
+    let tasks_slot = ClientSlot::open("p0.a0", &urls, &prefix, &recorder)
+        .unwrap_or_else(|e| panic!("model: cannot build client p0.a0: {e}"));
     let mut crew = Vec::new();
     // Before the run phase's start below: a little early.
     let stops_at = Instant::now() + spec.run_for;
@@ -117,8 +120,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             }));
         }
     }
-    // One owner driven from threads of one of the slots' clients
-    // (`owners.rs`).
+    // One owner driven from threads of one of the slots' clients, one
+    // driven by tasks on a client of its own (`owners.rs`).
     let crew_slot = Rng::stream(spec.seed, 20_000).below(slots.len() as u64) as usize;
     crew.push(owners::spawn_crew(owners::CrewSpec {
         id: owners::CREW_ACTOR,
@@ -138,6 +141,20 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
         proxy: Some(proxy.arming()),
         direct: server_urls[0].clone(),
     }));
+    crew.push(owners::spawn_tasks(owners::TasksSpec {
+        id: owners::TASKS_ACTOR,
+        label: "p0.a0.o0".into(),
+        seed: spec.seed,
+        slot: Arc::clone(&tasks_slot),
+        others: slots.clone(),
+        recorder: recorder.clone(),
+        interrupts: Arc::clone(&interrupts),
+        stop: Arc::clone(&stop),
+        stops_at,
+        proxy: Some(proxy.arming()),
+        direct: server_urls[0].clone(),
+    }));
+    let slots: Vec<Arc<ClientSlot>> = slots.into_iter().chain([tasks_slot]).collect();
     let collector = mode
         .children
         .then(|| crate::wire::Collector::start(Arc::clone(&history)));
@@ -309,7 +326,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
          releases {}, stalled members {}, releases in flight {}, undos in flight {}, owner rounds {} \
-         ({} holds of the owner on threads, {} faults on its requests), {} violation(s); \
+         ({} holds of the owner on threads, {} faults on its requests), async rests {} ({} holds \
+         of the owner on tasks, futures dropped [{}]), {} violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -359,6 +377,12 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::OWNER_FAULT)))
             .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::ASYNC_REST)))
+            .count(),
+        model.holds_of(owners::TASKS_ACTOR).count(),
+        dropped_futures(&events),
         violations.len(),
         excused
     );
@@ -514,6 +538,24 @@ fn hung_calls(model: &Model, events: &[Stamped], title: &str) -> Vec<String> {
     }
     lines.sort();
     lines
+}
+
+/// How the task thread's dropped futures were dropped: `dropped-parked 4,
+/// dropped-pending 12, …`.
+fn dropped_futures(events: &[Stamped]) -> String {
+    let mut counts: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for e in events {
+        if let Event::Miss { actor, outcome, .. } = &e.event {
+            if *actor == owners::TASKS_ACTOR && outcome.starts_with("dropped") {
+                *counts.entry(outcome.as_str()).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .iter()
+        .map(|(how, n)| format!("{how} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `client UUID → client tag`, for naming the owners of leftover keys.

@@ -1,6 +1,8 @@
 //! What actors lock: the lock kinds, their few names (so contention is
 //! high), the acquire methods, and one guard type over every kind.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use redhold::{
     Client, Error, Fair, Fenced, Holding, Lock, LockGuard, LockKind, MemberGuard, MultiLock,
     MultiLockGuard, MultiMember, Owner, Read, RedLock, RedLockGuard, Reentrant, Spin, ThisThread,
-    Write,
+    UnlockFuture, Write,
 };
 
 use crate::actors::Interrupter;
@@ -208,6 +210,23 @@ impl Method {
             Method::TryLock => Some(Duration::ZERO),
             Method::TryFor(w) | Method::TryForLease(w, _) => Some(w),
             _ => None,
+        }
+    }
+
+    /// The async form's call as code, e.g. `try_lock_for_async(200ms)`
+    /// (an interruptible call has none: its plain form).
+    pub(crate) fn async_label(self) -> String {
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        match self {
+            Method::Lock | Method::Interruptibly(_) => "lock_async()".into(),
+            Method::LockLease(l) | Method::InterruptiblyLease(_, l) => {
+                format!("lock_with_lease_async({})", ms(l))
+            }
+            Method::TryLock => "try_lock_async()".into(),
+            Method::TryFor(w) => format!("try_lock_for_async({})", ms(w)),
+            Method::TryForLease(w, l) => {
+                format!("try_lock_for_with_lease_async({}, {})", ms(w), ms(l))
+            }
         }
     }
 
@@ -569,6 +588,129 @@ pub(crate) fn acquire_as<W: Who>(
                 }
             }?;
             Ok(guard.map(AnyGuard::Red))
+        }
+    }
+}
+
+/// An owner's async acquire, boxed, its guard as an [`AnyGuard`]: the
+/// library's future is made at once (its first step is queued then), and
+/// dropping this drops it.
+pub(crate) type AcquireFuture =
+    Pin<Box<dyn Future<Output = redhold::Result<Option<AnyGuard<Owner>>>> + Send>>;
+
+/// The async form of `method` on one lock of `owner` (an interruptible
+/// call has none: its plain form).
+fn take_async<K: LockKind>(
+    lock: Lock<K, Owner>,
+    method: Method,
+    wrap: fn(LockGuard<K, Owner>) -> AnyGuard<Owner>,
+) -> AcquireFuture {
+    match method {
+        Method::Lock | Method::Interruptibly(_) => {
+            let f = lock.lock_async();
+            Box::pin(async move { f.await.map(|g| Some(wrap(g))) })
+        }
+        Method::LockLease(lease) | Method::InterruptiblyLease(_, lease) => {
+            let f = lock.lock_with_lease_async(lease);
+            Box::pin(async move { f.await.map(|g| Some(wrap(g))) })
+        }
+        Method::TryLock => {
+            let f = lock.try_lock_async();
+            Box::pin(async move { f.await.map(|g| g.map(wrap)) })
+        }
+        Method::TryFor(wait) => {
+            let f = lock.try_lock_for_async(wait);
+            Box::pin(async move { f.await.map(|g| g.map(wrap)) })
+        }
+        Method::TryForLease(wait, lease) => {
+            let f = lock.try_lock_for_with_lease_async(wait, lease);
+            Box::pin(async move { f.await.map(|g| g.map(wrap)) })
+        }
+    }
+}
+
+/// `owner`'s async acquire of `target` with the async form of `method`
+/// (see [`Method::async_label`]).
+pub(crate) fn acquire_async(
+    set: &ClientSet,
+    target: &Target,
+    method: Method,
+    owner: Owner,
+) -> AcquireFuture {
+    let name = target.names[0];
+    match target.kind {
+        Kind::Plain => take_async(owner.lock(set.lock(name, plain)), method, AnyGuard::Plain),
+        Kind::Fair => take_async(owner.lock(set.lock(name, fair)), method, AnyGuard::Fair),
+        Kind::Fenced => take_async(owner.lock(set.lock(name, fenced)), method, AnyGuard::Fenced),
+        Kind::Spin => take_async(owner.lock(set.lock(name, spin)), method, AnyGuard::Spin),
+        Kind::Read => take_async(owner.lock(set.lock(name, read)), method, AnyGuard::Read),
+        Kind::Write => take_async(owner.lock(set.lock(name, write)), method, AnyGuard::Write),
+        Kind::Multi => {
+            let multi = owner.multi(set.multi(&target.names));
+            match method {
+                Method::Lock | Method::Interruptibly(_) => {
+                    let f = multi.lock_async();
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Multi(g))) })
+                }
+                Method::LockLease(lease) | Method::InterruptiblyLease(_, lease) => {
+                    let f = multi.lock_with_lease_async(lease);
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Multi(g))) })
+                }
+                Method::TryLock => {
+                    let f = multi.try_lock_async();
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Multi)) })
+                }
+                Method::TryFor(wait) => {
+                    let f = multi.try_lock_for_async(wait);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Multi)) })
+                }
+                Method::TryForLease(wait, lease) => {
+                    let f = multi.try_lock_for_with_lease_async(wait, lease);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Multi)) })
+                }
+            }
+        }
+        Kind::Red => {
+            let red = owner.red(set.red(name));
+            match method {
+                Method::Lock | Method::Interruptibly(_) => {
+                    let f = red.lock_async();
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Red(g))) })
+                }
+                Method::LockLease(lease) | Method::InterruptiblyLease(_, lease) => {
+                    let f = red.lock_with_lease_async(lease);
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Red(g))) })
+                }
+                Method::TryLock => {
+                    let f = red.try_lock_async();
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Red)) })
+                }
+                Method::TryFor(wait) => {
+                    let f = red.try_lock_for_async(wait);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Red)) })
+                }
+                Method::TryForLease(wait, lease) => {
+                    let f = red.try_lock_for_with_lease_async(wait, lease);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Red)) })
+                }
+            }
+        }
+    }
+}
+
+impl AnyGuard<Owner> {
+    /// The async release: `unlock_async()` of a single lock's or a
+    /// RedLock's guard; a multi-lock's guard has none (handed back).
+    pub(crate) fn unlock_async(self) -> Result<UnlockFuture, AnyGuard<Owner>> {
+        match self {
+            AnyGuard::Plain(g) => Ok(g.unlock_async()),
+            AnyGuard::Fair(g) => Ok(g.unlock_async()),
+            AnyGuard::Fenced(g) => Ok(g.unlock_async()),
+            AnyGuard::Spin(g) => Ok(g.unlock_async()),
+            AnyGuard::Read(g) => Ok(g.unlock_async()),
+            AnyGuard::Write(g) => Ok(g.unlock_async()),
+            AnyGuard::Red(g) => Ok(g.unlock_async()),
+            other => Err(other),
         }
     }
 }

@@ -316,7 +316,7 @@ impl Coordinator {
                 case: format!("{OWNER_ROUND} {index}"),
             };
             let guards: Vec<&OwnerHeld> = pool.iter().collect();
-            rest.judge(&guards, &touched)
+            rest.judge(&guards, &touched, &[])
         } else {
             0
         };

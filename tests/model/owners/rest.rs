@@ -1,8 +1,9 @@
-//! An owner at rest: none of its threads is in a call, and every request
-//! of its own that the fault proxy held back has run. Then Redis must
-//! count exactly its live guards in its field of each lock it touched,
-//! with no fair queue entry and no read-hold key beyond them, and its
-//! `hold_count()` (a probe the hold count rule judges) is asked.
+//! An owner at rest: none of its threads or tasks is in a call, and every
+//! request of its own that the fault proxy held back has run. Then Redis
+//! must count exactly its live guards in its field of each lock it
+//! touched, a dropped future of its must have left no fair queue entry and
+//! no read-hold key, and its `hold_count()` (a probe the hold count rule
+//! judges) is asked.
 
 use std::sync::Arc;
 use std::thread;
@@ -16,8 +17,24 @@ use crate::actors::{LEFT_HELD, TAKEN_AWAY};
 use crate::history::Event;
 use crate::targets::{self, ClientSet, Kind, Target};
 
+/// The first flag word of something a dropped future left at rest (the
+/// oracle's rule "dropped future left"): its owner's field counting more
+/// than the owner's guards, a fair queue entry or a read-hold key of the
+/// owner's on a lock one of its futures was dropped on since the last
+/// rest, or a waiter of its client still parked with no call under way.
+pub(crate) const DROPPED_LEFT: &str = "[dropped future left]";
+
+/// The first flag word of a waiter of the task thread's client still
+/// parked at rest, with none of its futures in flight (the oracle's rule
+/// "dropped future left"): a dropped future's call that never left its
+/// line. Leaving it is the client's own business (no Redis call), so only
+/// a stall or a restart of the main server, which holds up the client's
+/// threads, excuses it.
+pub(crate) const DROPPED_PARKED: &str = "[dropped future parked]";
+
 /// How long after the rest began Redis is given to reach the owner's
-/// guards: a release carried on by the client's worker runs within it.
+/// guards: a release carried on by the client's worker, or a give-back
+/// queued for a dropped future, runs within it.
 pub(crate) const REST_BOUND: Duration = Duration::from_secs(3);
 
 /// How often Redis is looked at meanwhile.
@@ -71,7 +88,7 @@ pub(crate) struct Rest<'a> {
     pub(crate) set: &'a Arc<ClientSet>,
     /// The main server's URL, not through the proxy.
     pub(crate) direct: &'a str,
-    /// Names the flags: `owner round 3`.
+    /// Names the flags: `owner round 3`, `async rest 2`.
     pub(crate) case: String,
 }
 
@@ -124,8 +141,15 @@ fn look(conn: &mut Connection, full: &str, field: &str, kind: Kind) -> redis::Re
 
 impl Rest<'_> {
     /// Judges the owner's locks `touched` (and those of its `guards`)
-    /// against its live `guards`; returns how many locks it judged.
-    pub(crate) fn judge(&self, guards: &[&OwnerHeld], touched: &[Target]) -> usize {
+    /// against its live `guards`; `dropped_on`: names a future of the
+    /// owner's was dropped on since the last rest. Returns how many locks
+    /// it judged.
+    pub(crate) fn judge(
+        &self,
+        guards: &[&OwnerHeld],
+        touched: &[Target],
+        dropped_on: &[&'static str],
+    ) -> usize {
         let set = self.set;
         if set.shutdown_began.get().is_some() || set.clients[0].is_shut_down() {
             return 0;
@@ -193,7 +217,11 @@ impl Rest<'_> {
                 continue;
             };
             let above = seen.count > want || seen.queued || seen.read_keys > want;
-            let word = if above { LEFT_HELD } else { TAKEN_AWAY };
+            let word = match (above, dropped_on.contains(&spot.name)) {
+                (true, true) => DROPPED_LEFT,
+                (true, false) => LEFT_HELD,
+                (false, _) => TAKEN_AWAY,
+            };
             self.log.flag(format!(
                 "{word} the owner's field {field} in {} {} counts {} hold(s) in Redis {} ms after \
                  its rest began (every request held back had run){}{}, for guards that stand \
