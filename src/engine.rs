@@ -15,6 +15,7 @@ mod give_back;
 mod holder_field;
 mod lane;
 pub(crate) mod outage;
+mod park_end;
 mod release;
 pub(crate) mod request_ids;
 mod unguarded;

@@ -2,7 +2,10 @@
 //! ([`ClientBuilder::name`](crate::ClientBuilder::name), by default the
 //! executable's), host and process id. They travel in the name of each of
 //! the client's connections (`CLIENT SETNAME`), where `CLIENT LIST`,
-//! [`Client::inspect`](crate::Client::inspect) and `redhold show` find them.
+//! [`Client::inspect`](crate::Client::inspect) and `redhold show` find them
+//! (a cluster's command connections excepted: the redis crate's cluster
+//! client opens them and cannot name them; its pub/sub connections are
+//! named).
 //!
 //! Nothing is written beside the locks (their hash is Redisson's layout,
 //! and a key of our own would need renewing and cleaning up): a client's

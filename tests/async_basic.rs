@@ -214,3 +214,55 @@ fn an_async_shutdown_ends_a_parked_task_with_shutdown() {
     ));
     assert_eq!(client.stats().async_threads, 0, "the async threads ended");
 }
+
+/// The exhaustive model's `Known::WakeUpTakenByOtherWaiter`, with async
+/// waiters (`tests/faults/model_found.rs` has the threads'): two async
+/// calls park on the holder's 10 s TTL; the release's one wake-up goes to
+/// the first, which takes the lock with a 1 s lease and keeps its guard
+/// past it. The second's park is bounded by that lease, so it gets the
+/// lock about a second after the release, not at the old TTL's end.
+#[test]
+fn an_async_waiter_gets_a_lock_freed_by_an_expiry_after_another_took_its_wake_up() {
+    let server = RedisServer::start();
+    let holder = server.client();
+    let waiters = server.client();
+    let name = "async:wake-up-taken";
+    let held = holder
+        .lock(name)
+        .lock_with_lease(Duration::from_secs(10))
+        .unwrap();
+    let parked = |n: usize| {
+        let parked = bounded::wait_until(Duration::from_secs(5), || {
+            waiters.stats().parked_waiters == n
+        });
+        assert!(parked.is_some(), "{n} waiters did not park");
+    };
+    let first = {
+        let lock = waiters.lock(name);
+        thread::spawn(move || {
+            let guard = block_on(lock.lock_with_lease_async(Duration::from_secs(1))).unwrap();
+            thread::sleep(Duration::from_secs(5));
+            drop(guard);
+        })
+    };
+    parked(1);
+    let second = {
+        let lock = waiters.lock(name);
+        thread::spawn(move || {
+            let got = block_on(lock.try_lock_for_async(Duration::from_secs(20))).unwrap();
+            (Instant::now(), got.is_some())
+        })
+    };
+    parked(2);
+    let released = Instant::now();
+    drop(held);
+    let (got_at, got) = second.join().unwrap();
+    first.join().unwrap();
+    assert!(got, "the second waiter never got the lock");
+    let waited = got_at.saturating_duration_since(released);
+    assert!(
+        waited <= Duration::from_secs(3),
+        "the second async waiter got the lock {waited:?} after the release, though it was \
+         free a second after it"
+    );
+}

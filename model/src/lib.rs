@@ -22,16 +22,28 @@
 //!   one plain lock through the modelled scripts, with lost replies and
 //!   retries: the first real check, and the measure of the search's speed.
 //!
-//! The client side (threads, lanes, the pool's retries, undos, the
-//! watchdog, waiters) comes in a later phase.
+//! - **The client side.** [`client`] is the plain lock's client (and the
+//!   fenced and spin variations) as explicit state machines: threads and
+//!   their calls, each thread's lane with its turn and unconfirmed
+//!   entries, the pool's retries, late attempts and the undos written
+//!   behind them, the release worker, the renewal map's generations and
+//!   the watchdog, waiters, kept wake-ups and direct hand-over; faults as
+//!   transitions within a budget and time in ticks; the properties of
+//!   issue 40 checked in every state, reachability checks, past defects
+//!   as mutations, and the defects it found in the library
+//!   ([`client::Known`]).
 //!
 //! # Running
 //!
 //! ```text
-//! cargo test -p redhold-model                      # everything (~20 s)
+//! cargo test -p redhold-model                      # everything (~30 s)
 //! cargo test -p redhold-model --test conformance   # the scripts against redis-server
 //! REDHOLD_CONFORMANCE_SEED=123 cargo test -p redhold-model --test conformance
 //! cargo test -p redhold-model --test toy           # the toy model, and its mutation
+//! cargo test -p redhold-model --test client        # the client model's configurations
+//! cargo test -p redhold-model --test client_mutations -- --nocapture  # past defects, traces
+//! cargo test -p redhold-model --test client_found -- --nocapture      # defects it found
+//! REDHOLD_MODEL_LIMIT_SECS=3600 cargo test -p redhold-model --test client -- --ignored --nocapture deep  # by hand
 //! ```
 //!
 //! The crate is built with `opt-level = 3` even in test builds (the
@@ -48,6 +60,7 @@
 //! never reached.
 
 pub mod call;
+pub mod client;
 pub mod keyspace;
 pub mod names;
 pub mod reply;

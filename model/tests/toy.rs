@@ -10,6 +10,7 @@ use std::time::Duration;
 const BOUNDS: Bounds = Bounds {
     max_depth: 60,
     time_limit: Duration::from_secs(20),
+    max_states: Bounds::NO_STATE_LIMIT,
 };
 
 fn toy(mutation: Option<Mutation>) -> Toy {
@@ -58,7 +59,7 @@ fn an_acquire_that_sets_no_ttl_is_caught() {
 }
 
 #[test]
-#[should_panic(expected = "stopped on its time limit")]
+#[should_panic(expected = "stopped on its time (or state) limit")]
 fn a_run_stopped_by_its_time_limit_fails() {
     let big = Toy {
         clients: 4,
@@ -70,6 +71,7 @@ fn a_run_stopped_by_its_time_limit_fails() {
     let bounds = Bounds {
         max_depth: 100,
         time_limit: Duration::from_millis(1),
+        max_states: Bounds::NO_STATE_LIMIT,
     };
     check(&big, bounds).assert_exhausted();
 }
@@ -110,6 +112,7 @@ fn speed() {
         let bounds = Bounds {
             max_depth: 1000,
             time_limit: Duration::from_secs(120),
+            max_states: Bounds::NO_STATE_LIMIT,
         };
         let report = check(&model, bounds);
         report.assert_exhausted();

@@ -98,6 +98,9 @@ enum Phase {
     Sleeping {
         until: Instant,
         timer: Option<TimerId>,
+        /// Counted as parked (a spin lock's backoff, as a thread's is;
+        /// not a courtesy slice).
+        parked: bool,
     },
     Done,
 }

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::finish::Acquired;
 use super::first_busy::FirstBusy;
 use super::outage::{outage_cause, Outage};
 use super::{Call, Taken, HANDOFF_GRACE};
@@ -16,7 +15,7 @@ use crate::hold::Hold;
 use crate::interrupt::{self, Interrupt};
 use crate::kind::sealed::KindOps;
 use crate::kind::Handover;
-use crate::pubsub::{Offer, Wake};
+use crate::pubsub::{Offer, Subscription, Wake};
 use crate::stats::Counters;
 
 /// The longest a courtesy pause sleeps before it looks again whether the
@@ -134,7 +133,7 @@ impl<K: KindOps> Call<'_, K> {
         wait: Option<Duration>,
         interrupt: Option<&Interrupt>,
         stand_back: bool,
-        mut outage: Option<Outage>,
+        outage: Option<Outage>,
         first_busy: Option<FirstBusy>,
     ) -> Result<Option<(Hold, K::Grant)>> {
         let engine = self.engine;
@@ -147,6 +146,40 @@ impl<K: KindOps> Call<'_, K> {
                 .pubsub
                 .subscribe(&channel, self.lock.name, confirm_for)
         });
+        let taken = self.wait_subscribed(
+            subscription.as_ref(),
+            deadline,
+            interrupt,
+            stand_back,
+            outage,
+            first_busy,
+        );
+        if let (Ok(Some(_)), Some(subscription)) = (&taken, &subscription) {
+            self.bound_waiters_left(subscription);
+        }
+        taken
+    }
+
+    /// The local waiters still parked for the lock this call just took
+    /// sleep no longer than the TTL it set (see `Waiters::bound_parked`).
+    pub(super) fn bound_waiters_left(&self, subscription: &Subscription) {
+        let ttl = Duration::from_millis(self.lease_ms);
+        subscription.bound_parked(crate::config::deadline_after(Instant::now(), ttl));
+    }
+
+    /// `acquire_slow` once subscribed (a kind without pub/sub has no
+    /// `subscription`).
+    fn wait_subscribed(
+        &self,
+        subscription: Option<&Subscription>,
+        deadline: Option<Instant>,
+        interrupt: Option<&Interrupt>,
+        stand_back: bool,
+        mut outage: Option<Outage>,
+        first_busy: Option<FirstBusy>,
+    ) -> Result<Option<(Hold, K::Grant)>> {
+        let engine = self.engine;
+        let left = |now: Instant| deadline.map(|d| d.saturating_duration_since(now));
         // What a local release needs to hand this thread the lock directly.
         let offer = self.lock.kind.handover().map(|handover| Offer {
             field: self.field.clone(),
@@ -332,59 +365,5 @@ impl<K: KindOps> Call<'_, K> {
             );
             maybe_handed |= woke == Wake::Unsettled;
         }
-    }
-
-    /// How long a waiter that found the lock busy with `ttl` left parks
-    /// (the `failures`-th time), unless a release wakes it first.
-    pub(super) fn ttl_park(&self, ttl: i64, failures: u32) -> Duration {
-        let park = match ttl {
-            // The lock vanished between our checks: try again at once.
-            -2 => Duration::ZERO,
-            // A key without expiry, made by someone else: rely on the
-            // release message, but look again now and then.
-            ttl if ttl < 0 => self.engine.watchdog_timeout(),
-            // At least 1 ms: a lock about to expire reports 0, and
-            // retrying in a tight loop would only load Redis.
-            ttl => Duration::from_millis(ttl.max(1) as u64),
-        };
-        match self.lock.kind.backoff(failures) {
-            Some(backoff) => park.min(backoff),
-            None => park,
-        }
-    }
-
-    /// A waiter leaves without an attempt that would re-enter a lock
-    /// handed over unconfirmed (`maybe_handed`): shutdown, an interrupt, an
-    /// outage past its limits. Clears that trace (best effort: during an
-    /// outage Redis is likely still away, and the trace expires with its
-    /// lease).
-    pub(super) fn leave_unsettled(&self, maybe_handed: bool) {
-        if maybe_handed {
-            self.give_back_trace();
-        }
-    }
-
-    /// How a park that ended with `woke` ends the call, if it does: an
-    /// interrupt, or the lock handed over by a local release. `None`: try
-    /// the lock again (after a wake-up handed to this waiter, or not).
-    pub(super) fn park_ended_call(&self, woke: Wake) -> Option<Acquired<K::Grant>> {
-        match woke {
-            Wake::Interrupted => Some(Err(self.interrupted())),
-            Wake::HandedOver { at, token } => {
-                self.handed_over(at, token).map(|taken| Ok(Some(taken)))
-            }
-            Wake::Notified | Wake::Unsettled | Wake::TimedOut => None,
-        }
-    }
-
-    /// A local release handed this thread the lock (one hold, its lease,
-    /// set no earlier than `at`, and `token` when the kind draws one):
-    /// records the hold. `None` only when the grant cannot be had (a kind
-    /// never handed over, a fenced hand-over without its token), which no
-    /// release does; the caller's next attempt would then re-enter and give
-    /// back the extra hold.
-    pub(super) fn handed_over(&self, at: Instant, token: Option<u64>) -> Option<(Hold, K::Grant)> {
-        let grant = self.lock.kind.handed_over_grant(token)?;
-        Some(self.hold(None, at, grant, 1))
     }
 }

@@ -33,7 +33,7 @@ mod waiter;
 mod waiters;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
@@ -262,14 +262,15 @@ impl Subscription {
         self.channel.park(&self.lock, timeout, interrupt, offer)
     }
 
-    /// Puts this waiter, an async call's, in the line (see
-    /// [`Channel::park_async`]).
+    /// Puts this waiter, an async call's, in the line until `until` at the
+    /// latest (see [`Channel::park_async`]).
     pub(crate) fn park_async(
         &self,
         offer: Option<Offer>,
+        until: Option<Instant>,
         callback: Arc<dyn Fn() + Send + Sync>,
     ) -> std::result::Result<Arc<Waiter>, Wake> {
-        self.channel.park_async(&self.lock, offer, callback)
+        self.channel.park_async(&self.lock, offer, until, callback)
     }
 
     /// This async call's `waiter` stops waiting (see
@@ -282,6 +283,14 @@ impl Subscription {
     /// waiter of the same lock.
     pub(crate) fn pass_on(&self) {
         self.channel.with_lock(&self.lock, Waiters::wake_one);
+    }
+
+    /// This call took the lock with a TTL ending at `expires`: the local
+    /// waiters still parked for it sleep no later (see
+    /// [`Waiters::bound_parked`]).
+    pub(crate) fn bound_parked(&self, expires: Instant) {
+        self.channel
+            .with_lock(&self.lock, |waiters| waiters.bound_parked(expires));
     }
 
     /// This waiter, woken by a release, has made its attempt on the lock.

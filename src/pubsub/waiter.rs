@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
+
 use super::handover::Offer;
 use crate::interrupt::Interrupt;
 
@@ -85,12 +87,19 @@ pub(crate) struct Waiter {
     /// The fencing token a release drew for this waiter when it handed it
     /// the lock; set before `HANDED`.
     pub(super) token: OnceLock<u64>,
+    /// When this waiter's park ends without news: the TTL it parked on,
+    /// or earlier once a local call took the lock with a TTL of its own
+    /// (see [`Waiters::bound_parked`](super::waiters::Waiters::bound_parked)).
+    /// `None`: no end.
+    pub(super) until: Mutex<Option<Instant>>,
 }
 
 impl Waiter {
-    /// Sleeps until a wake-up or the lock is handed to this waiter,
-    /// `deadline` passes (never, when `None`) or `interrupt` is triggered.
-    pub(super) fn sleep(&self, deadline: Option<Instant>, interrupt: Option<&Interrupt>) -> Wake {
+    /// Sleeps until a wake-up or the lock is handed to this waiter, its
+    /// park's end ([`until`](Self::until)) passes or `interrupt` is
+    /// triggered. Once out of the line (`in_line` false: a wake-up is on
+    /// its way) it waits for that wake-up alone.
+    pub(super) fn sleep(&self, in_line: bool, interrupt: Option<&Interrupt>) -> Wake {
         let _registered = interrupt.map(Interrupt::register);
         let mut spin_until = None;
         loop {
@@ -122,7 +131,8 @@ impl Waiter {
             if interrupt.is_some_and(Interrupt::is_triggered) {
                 return Wake::Interrupted;
             }
-            match deadline {
+            let until = if in_line { self.until() } else { None };
+            match until {
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
@@ -187,6 +197,25 @@ impl Waiter {
             ),
             _ => None,
         }
+    }
+
+    /// Ends this parked waiter's park by `at`, if it would end later, and
+    /// wakes it to look: a thread sleeps on to the new end, an async call
+    /// moves its timer there.
+    pub(super) fn wake_by(&self, at: Instant) {
+        {
+            let mut until = self.until.lock();
+            if until.is_some_and(|until| until <= at) {
+                return;
+            }
+            *until = Some(at);
+        }
+        self.wakeup.wake();
+    }
+
+    /// When this waiter's park ends without news (`None`: never).
+    pub(crate) fn until(&self) -> Option<Instant> {
+        *self.until.lock()
     }
 
     /// Settles a reservation with the lock handed over (and the fencing

@@ -76,20 +76,28 @@ impl Waiters {
         true
     }
 
-    /// Parks the calling thread at the end of the line, with what a release
-    /// needs to hand it the lock directly, if it may.
-    pub(super) fn enqueue(&mut self, offer: Option<Offer>) -> Arc<Waiter> {
-        self.enqueue_as(Wakeup::Thread(thread::current()), offer)
+    /// Parks the calling thread at the end of the line until `until` at
+    /// the latest, with what a release needs to hand it the lock directly,
+    /// if it may.
+    pub(super) fn enqueue(&mut self, offer: Option<Offer>, until: Option<Instant>) -> Arc<Waiter> {
+        self.enqueue_as(Wakeup::Thread(thread::current()), offer, until)
     }
 
-    /// Parks a waiter woken by `wakeup` at the end of the line.
-    pub(super) fn enqueue_as(&mut self, wakeup: Wakeup, offer: Option<Offer>) -> Arc<Waiter> {
+    /// Parks a waiter woken by `wakeup` at the end of the line, until
+    /// `until` at the latest.
+    pub(super) fn enqueue_as(
+        &mut self,
+        wakeup: Wakeup,
+        offer: Option<Offer>,
+        until: Option<Instant>,
+    ) -> Arc<Waiter> {
         let waiter = Arc::new(Waiter {
             wakeup,
             state: AtomicU8::new(WAITING),
             offer,
             reserved_at: OnceLock::new(),
             token: OnceLock::new(),
+            until: parking_lot::Mutex::new(until),
         });
         self.parked.push_back(Arc::clone(&waiter));
         waiter
@@ -104,6 +112,21 @@ impl Waiters {
                 true
             }
             None => false,
+        }
+    }
+
+    /// A local call took the lock with a TTL that ends at `expires`: every
+    /// waiter parked here sleeps no later than that (one parked to an
+    /// earlier end is not disturbed). Each parked on a TTL
+    /// read before, which no longer says when the lock may be free: the
+    /// one release message went to the call that took it, and the new
+    /// holder's lease may be shorter, or its hold may expire unannounced
+    /// (a guard kept past its lease, a renewal given up). Waking at the
+    /// new TTL costs one attempt; sleeping past it leaves a free lock
+    /// unclaimed.
+    pub(super) fn bound_parked(&self, expires: Instant) {
+        for waiter in &self.parked {
+            waiter.wake_by(expires);
         }
     }
 
@@ -242,7 +265,7 @@ mod tests {
         waiters.join();
         waiters.join();
         waiters.join();
-        let parked = [waiters.enqueue(None), waiters.enqueue(None)];
+        let parked = [waiters.enqueue(None, None), waiters.enqueue(None, None)];
         // Two parked, one between its attempt and its park.
         waiters.wake_each_once();
         assert_eq!(waiters.parked_now(), 0);
@@ -258,7 +281,7 @@ mod tests {
     fn newcomers_stand_back_while_a_courtesy_lasts() {
         let mut waiters = Waiters::default();
         waiters.join();
-        let _parked = waiters.enqueue(None);
+        let _parked = waiters.enqueue(None, None);
         // A release with a thread parked, heard by another process.
         assert!(waiters.reserve().is_none(), "no offer: it announces");
         waiters.expect_handoff(Duration::from_millis(50), true);

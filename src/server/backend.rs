@@ -195,6 +195,7 @@ impl Backend {
                 let info = parse(&config.url)?;
                 let tls = Arc::new(TlsConnector::new(config.tls_root_cert.clone()));
                 Opener::new(info, tls)
+                    .map(|opener| opener.named(config.connection_name.as_deref()))
                     .map(Backend::Standalone)
                     .map_err(|e| invalid_url(&config.url, e))
             }
@@ -229,7 +230,8 @@ impl Backend {
                 }
                 let tls = Arc::new(TlsConnector::new(config.tls_root_cert.clone()));
                 Ok(Backend::Sentinel {
-                    sentinels: Sentinels::new(infos, master.clone(), tls),
+                    sentinels: Sentinels::new(infos, master.clone(), tls)
+                        .naming_master_connections(config.connection_name.as_deref()),
                     timeouts: (config.connect_timeout, config.response_timeout),
                 })
             }

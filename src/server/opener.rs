@@ -4,9 +4,10 @@
 //! The TCP connect, the TLS handshake, AUTH and SELECT share one deadline:
 //! each reply gets only what is left of it, all its bytes together (the
 //! redis crate's own connect gave each set-up reply the whole timeout, and
-//! its timeout applied to each read). A connection that sends nothing else
-//! gets a PING, so that every new connection proves that a Redis server
-//! answers before it is used. The connection speaks RESP2 (a URL's
+//! its timeout applied to each read). A client's connection is named
+//! (`CLIENT SETNAME`, `identity.rs`), as its pub/sub connection is; one
+//! that sends nothing else gets a PING: every new connection proves that
+//! a Redis server answers before it is used. The connection speaks RESP2 (a URL's
 //! `protocol=resp3` is not followed: scripts answer the same either way).
 
 use std::io::{self, Read, Write};
@@ -34,13 +35,28 @@ pub(crate) struct Opener {
     tls: Arc<TlsConnector>,
     /// The database to select, from the URL.
     db: i64,
+    /// The client's connection name (`identity.rs`), if it names them.
+    name: Option<Arc<str>>,
 }
 
 impl Opener {
     /// An opener for `info`, trusting `tls`'s roots for `rediss://`. No I/O.
     pub(crate) fn new(info: ConnectionInfo, tls: Arc<TlsConnector>) -> RedisResult<Opener> {
         let db = info.redis_settings().db();
-        Ok(Opener { info, tls, db })
+        Ok(Opener {
+            info,
+            tls,
+            db,
+            name: None,
+        })
+    }
+
+    /// The same opener, naming every connection it opens `name`.
+    pub(crate) fn named(self, name: Option<&str>) -> Opener {
+        Opener {
+            name: name.map(Arc::from),
+            ..self
+        }
     }
 
     /// Where and how connections go (the database is not part of it:
@@ -77,7 +93,19 @@ impl Opener {
         }
         if self.db != 0 {
             run_before(&mut conn, redis::cmd("SELECT").arg(self.db), deadline)?;
-        } else if settings.password().is_none() {
+        }
+        if let Some(name) = &self.name {
+            let setname = redis::cmd("CLIENT")
+                .arg("SETNAME")
+                .arg(name.as_ref())
+                .clone();
+            match run_before(&mut conn, &setname, deadline) {
+                // An ACL that denies CLIENT SETNAME: the server answers all
+                // the same.
+                Err(e) if e.code() == Some("NOPERM") => {}
+                other => other?,
+            }
+        } else if self.db == 0 && settings.password().is_none() {
             run_before(&mut conn, &redis::cmd("PING"), deadline)?;
         }
         conn.set_read_timeout(None)?;

@@ -76,6 +76,8 @@ pub(crate) struct Sentinels {
     /// look-up names it too: the sentinel asked first may not know the
     /// switch yet, and the old master may still answer as one.
     announced: Mutex<Option<(String, u16)>>,
+    /// The name of the client's connections to the master (`identity.rs`).
+    name: Option<String>,
 }
 
 impl std::fmt::Debug for Sentinels {
@@ -111,6 +113,15 @@ impl Sentinels {
             tls,
             last_master: Mutex::new(None),
             announced: Mutex::new(None),
+            name: None,
+        }
+    }
+
+    /// The same sentinels, naming the connections to the master `name`.
+    pub(crate) fn naming_master_connections(self, name: Option<&str>) -> Self {
+        Sentinels {
+            name: name.map(str::to_owned),
+            ..self
         }
     }
 
@@ -298,8 +309,9 @@ impl Sentinels {
             _ => ConnectionAddr::Tcp(host, port),
         };
         let info = self.master_template.clone().set_addr(addr);
-        let mut conn =
-            Opener::new(info.clone(), Arc::clone(&self.tls))?.open(limits.cut(limits.connect)?)?;
+        let mut conn = Opener::new(info.clone(), Arc::clone(&self.tls))?
+            .named(self.name.as_deref())
+            .open(limits.cut(limits.connect)?)?;
         let response = limits.cut(limits.response)?;
         conn.set_read_timeout(Some(response))?;
         conn.set_write_timeout(Some(response))?;

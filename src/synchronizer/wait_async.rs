@@ -284,7 +284,7 @@ impl<C: WaitCall> AsyncWait<C> {
             }
             let until = crate::config::deadline_after(Instant::now(), pause);
             let subscription = state.subscription.as_ref()?;
-            match subscription.park_async(None, self.callback()) {
+            match subscription.park_async(None, Some(until), self.callback()) {
                 // A wake-up was kept for it: look again now.
                 Err(_) => continue,
                 Ok(waiter) => {

@@ -24,6 +24,7 @@ mod holder_killed;
 mod hostile_replies;
 mod lane;
 mod lost_release;
+mod model_found;
 mod outage;
 mod pubsub_killed;
 mod reentry_after_wipe;

@@ -31,6 +31,17 @@ pub enum Mutation {
     ReleaseSkipsLatch,
     /// `acquire.lua` without its `PEXPIRE` on a new lock.
     AcquireWithoutTtl,
+    /// `release.lua` reading the latch only on a retry (before issue 33's
+    /// notes: a first attempt held back past its retry releases again).
+    FirstAttemptSkipsLatch,
+    /// `release.lua`'s retry that finds the field gone replying 3 without
+    /// latching it (the fair, read and write releases once did): an
+    /// earlier attempt still on its way then acts as a new release.
+    RetryGoneNotLatched,
+    /// `release.lua` handing the lock to a successor with a shorter lease
+    /// without the wake-up publish: other clients' waiters sleep on the
+    /// old, longer TTL.
+    HandOverWithoutPublish,
 }
 
 /// What a call's environment decides: who hears a publish, and any

@@ -131,7 +131,9 @@ pub(crate) fn release(x: &mut Exec<'_>, call: &Call) -> Exit {
     };
     let (lock, latch) = (Key::Name(name), Key::Latch(name, latch));
     let retry = attempt == Attempt::Retry;
-    if !x.mutated(Mutation::ReleaseSkipsLatch) {
+    let reads_latch = !x.mutated(Mutation::ReleaseSkipsLatch)
+        && (retry || !x.mutated(Mutation::FirstAttemptSkipsLatch));
+    if reads_latch {
         match x.ks.get(latch)? {
             Some(Str::HandedOver(t)) => return Ok((pair(2, t), "replay-token")),
             Some(value) => return Ok((latched(value), "replay")),
@@ -154,7 +156,9 @@ pub(crate) fn release(x: &mut Exec<'_>, call: &Call) -> Exit {
     }
     if !x.ks.hexists(lock, field)? {
         if retry {
-            x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            if !x.mutated(Mutation::RetryGoneNotLatched) {
+                x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            }
             return Ok((Reply::Int(3), "retry-gone"));
         }
         return Ok((Reply::Nil, "not-held"));
@@ -169,7 +173,7 @@ pub(crate) fn release(x: &mut Exec<'_>, call: &Call) -> Exit {
             x.ks.hdel(lock, field)?;
             x.ks.hset(lock, s.field, HashValue::Int(1))?;
             x.ks.pexpire(lock, s.lease);
-            if before == -1 || s.lease < before {
+            if (before == -1 || s.lease < before) && !x.mutated(Mutation::HandOverWithoutPublish) {
                 x.publish(publish, Channel::Lock(name), 0);
             }
             if s.fenced {

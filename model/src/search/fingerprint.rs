@@ -49,8 +49,33 @@ impl Hasher for Fx {
 }
 
 /// The fingerprint of `value`.
-pub(super) fn fingerprint<T: Hash>(value: &T) -> u64 {
+pub fn fingerprint<T: Hash>(value: &T) -> u64 {
     let mut hasher = Fx::default();
     value.hash(&mut hasher);
     hasher.finish()
 }
+
+/// A hasher for keys that are fingerprints already: it passes them
+/// through (hashing them again only costs time).
+#[derive(Default)]
+pub(super) struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Maps keyed by fingerprints.
+pub(super) type Fingerprints<V> =
+    std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<PassThrough>>;

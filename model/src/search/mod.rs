@@ -19,11 +19,12 @@
 mod fingerprint;
 mod trace;
 
+pub use fingerprint::fingerprint;
 pub use trace::Trace;
 
-use fingerprint::fingerprint;
+use fingerprint::Fingerprints;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
@@ -53,6 +54,33 @@ pub trait Model {
     fn canonical(&self, state: &Self::State) -> Self::State {
         state.clone()
     }
+
+    /// The fingerprint of `state`'s canonical form (a model whose states
+    /// are canonical already may hash them as they are).
+    fn fingerprint(&self, state: &Self::State) -> u64 {
+        fingerprint(&self.canonical(state))
+    }
+
+    /// What the step that led to `state` did that reachability checks
+    /// look for, as bits (see [`Report::events`]).
+    fn events(&self, _state: &Self::State) -> u64 {
+        0
+    }
+
+    /// The names of the events in `mask`, for reports.
+    fn event_names(&self, _mask: u64) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    /// One step of a counterexample, as a reader wants it.
+    fn describe(
+        &self,
+        _before: &Self::State,
+        action: &Self::Action,
+        _after: &Self::State,
+    ) -> String {
+        format!("{action:?}")
+    }
 }
 
 /// A property that must hold in every reachable state.
@@ -76,6 +104,14 @@ pub struct Bounds {
     pub max_depth: usize,
     /// The most time the run may take; past it the run fails.
     pub time_limit: Duration,
+    /// The most states the run may keep (each costs memory, those still to
+    /// expand a whole state each); past it the run fails like a timeout.
+    pub max_states: usize,
+}
+
+impl Bounds {
+    /// No limit on states: CI's configurations are small.
+    pub const NO_STATE_LIMIT: usize = usize::MAX;
 }
 
 /// How a run ended.
@@ -86,7 +122,8 @@ pub enum Outcome<M: Model> {
     /// Every state within `max_depth` actions was checked; some have
     /// successors beyond it.
     BoundReached,
-    /// The time limit stopped the run: not every state was checked.
+    /// The time limit (or the state limit) stopped the run: not every
+    /// state was checked.
     TimedOut,
     /// A property failed; the trace leads to a state where it does not hold.
     Violated(&'static str, Trace<M>),
@@ -105,6 +142,8 @@ pub struct Report<M: Model> {
     pub depth: usize,
     /// How long it took.
     pub elapsed: Duration,
+    /// Every event a transition explored had ([`Model::events`]).
+    pub events: u64,
 }
 
 impl<M: Model> Report<M> {
@@ -119,8 +158,8 @@ impl<M: Model> Report<M> {
         match &self.outcome {
             Outcome::Exhausted | Outcome::BoundReached => {}
             Outcome::TimedOut => panic!(
-                "the search stopped on its time limit after {} states ({:.1?}, depth {}): \
-                 the bound was not exhausted; raise the limit or lower the bound",
+                "the search stopped on its time (or state) limit after {} states ({:.1?}, \
+                 depth {}): the bound was not exhausted; raise the limit or lower the bound",
                 self.states, self.elapsed, self.depth
             ),
             Outcome::Violated(name, trace) => panic!("{name} does not hold:\n{trace}"),
@@ -141,28 +180,30 @@ pub fn check<M: Model>(model: &M, bounds: Bounds) -> Report<M> {
     let started = Instant::now();
     let properties = model.properties();
     // Each canonical state's fingerprint -> its parent's (itself for roots).
-    let mut seen: HashMap<u64, u64> = HashMap::new();
+    let mut seen: Fingerprints<u64> = Fingerprints::default();
     let mut queue: VecDeque<(M::State, u64, usize)> = VecDeque::new();
     let (mut transitions, mut depth, mut beyond) = (0, 0, false);
     let mut actions = Vec::new();
-    let done = |outcome, seen: &HashMap<u64, u64>, transitions, depth| Report {
+    let mut events = 0u64;
+    let done = |outcome, seen: &Fingerprints<u64>, transitions, depth, events| Report {
         outcome,
         states: seen.len(),
         transitions,
         depth,
         elapsed: started.elapsed(),
+        events,
     };
-    let violated = |state: &M::State, fp: u64, seen: &HashMap<u64, u64>| {
+    let violated = |state: &M::State, fp: u64, seen: &Fingerprints<u64>| {
         properties
             .iter()
             .find(|p| !(p.holds)(model, state))
             .map(|p| Outcome::Violated(p.name, Trace::rebuild(model, seen, fp)))
     };
     for state in model.init() {
-        let fp = fingerprint(&model.canonical(&state));
+        let fp = model.fingerprint(&state);
         if seen.insert(fp, fp).is_none() {
             if let Some(v) = violated(&state, fp, &seen) {
-                return done(v, &seen, transitions, depth);
+                return done(v, &seen, transitions, depth, events);
             }
             queue.push_back((state, fp, 0));
         }
@@ -172,8 +213,10 @@ pub fn check<M: Model>(model: &M, bounds: Bounds) -> Report<M> {
         depth = depth.max(level);
         expanded += 1;
         // The clock is read every 256 states: cheap, and often enough.
-        if expanded % 256 == 1 && started.elapsed() > bounds.time_limit {
-            return done(Outcome::TimedOut, &seen, transitions, depth);
+        if expanded % 256 == 1
+            && (started.elapsed() > bounds.time_limit || seen.len() > bounds.max_states)
+        {
+            return done(Outcome::TimedOut, &seen, transitions, depth, events);
         }
         actions.clear();
         model.actions(&state, &mut actions);
@@ -182,15 +225,16 @@ pub fn check<M: Model>(model: &M, bounds: Bounds) -> Report<M> {
                 continue;
             };
             transitions += 1;
+            events |= model.events(&next);
             if level == bounds.max_depth {
                 beyond = true;
                 continue;
             }
-            let next_fp = fingerprint(&model.canonical(&next));
+            let next_fp = model.fingerprint(&next);
             if let Entry::Vacant(slot) = seen.entry(next_fp) {
                 slot.insert(fp);
                 if let Some(v) = violated(&next, next_fp, &seen) {
-                    return done(v, &seen, transitions, level + 1);
+                    return done(v, &seen, transitions, level + 1, events);
                 }
                 queue.push_back((next, next_fp, level + 1));
             }
@@ -201,5 +245,5 @@ pub fn check<M: Model>(model: &M, bounds: Bounds) -> Report<M> {
     } else {
         Outcome::Exhausted
     };
-    done(outcome, &seen, transitions, depth)
+    done(outcome, &seen, transitions, depth, events)
 }

@@ -2,9 +2,8 @@
 //! property fails, rebuilt by replaying the model along the fingerprints
 //! the search kept.
 
-use super::fingerprint::fingerprint;
+use super::fingerprint::Fingerprints;
 use super::Model;
-use std::collections::HashMap;
 use std::fmt;
 
 /// The actions and states from an initial state to the last one.
@@ -13,12 +12,14 @@ pub struct Trace<M: Model> {
     pub init: M::State,
     /// Each action and the state it led to.
     pub steps: Vec<(M::Action, M::State)>,
+    /// Each step as the model describes it ([`Model::describe`]).
+    pub notes: Vec<String>,
 }
 
 impl<M: Model> Trace<M> {
     /// Rebuilds the path to `last` from `parents` (fingerprint -> parent's,
     /// a root its own).
-    pub(super) fn rebuild(model: &M, parents: &HashMap<u64, u64>, last: u64) -> Trace<M> {
+    pub(super) fn rebuild(model: &M, parents: &Fingerprints<u64>, last: u64) -> Trace<M> {
         let mut path = vec![last];
         while let Some(&parent) = parents.get(path.last().expect("a path")) {
             if parent == *path.last().expect("a path") {
@@ -27,13 +28,14 @@ impl<M: Model> Trace<M> {
             path.push(parent);
         }
         path.reverse();
-        let canon = |s: &M::State| fingerprint(&model.canonical(s));
+        let canon = |s: &M::State| model.fingerprint(s);
         let init = model
             .init()
             .into_iter()
             .find(|s| canon(s) == path[0])
             .expect("the trace starts at an initial state");
         let mut steps = Vec::new();
+        let mut notes = Vec::new();
         let mut state = init.clone();
         let mut actions = Vec::new();
         for &want in &path[1..] {
@@ -46,10 +48,11 @@ impl<M: Model> Trace<M> {
                     (canon(&next) == want).then(|| (a.clone(), next))
                 })
                 .expect("each step of the trace replays");
+            notes.push(model.describe(&state, &action, &next));
             steps.push((action, next.clone()));
             state = next;
         }
-        Trace { init, steps }
+        Trace { init, steps, notes }
     }
 
     /// The state the trace ends in.
@@ -61,8 +64,8 @@ impl<M: Model> Trace<M> {
 impl<M: Model> fmt::Display for Trace<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "  from {:?}", self.init)?;
-        for (i, (action, _)) in self.steps.iter().enumerate() {
-            writeln!(f, "  {}. {action:?}", i + 1)?;
+        for (i, note) in self.notes.iter().enumerate() {
+            writeln!(f, "  {}. {note}", i + 1)?;
         }
         write!(f, "  ending in {:?}", self.last())
     }

@@ -45,6 +45,18 @@ impl<K: KindOps> AsyncAcquire<K> {
                     timer,
                 } => {
                     let now = Instant::now();
+                    // A local taking of the lock may have bounded the park
+                    // (see `Waiters::bound_parked`): its end moves there.
+                    let (until, timer) = match waiter.until() {
+                        Some(bound) if until.is_none_or(|until| bound < until) => {
+                            if let Some(timer) = timer {
+                                self.engine.tasks().timers().cancel(timer);
+                            }
+                            let timer = (bound > now).then(|| self.timer(bound)).flatten();
+                            (Some(bound), timer)
+                        }
+                        _ => (until, timer),
+                    };
                     let give_up = abandoned || until.is_some_and(|until| now >= until);
                     let woke = match waiter.outcome() {
                         Some(woke) => Some(woke),
@@ -72,7 +84,22 @@ impl<K: KindOps> AsyncAcquire<K> {
                         return Some(end);
                     }
                 }
-                Phase::Sleeping { until, timer } => {
+                Phase::Sleeping {
+                    until,
+                    timer,
+                    parked,
+                } => {
+                    if !abandoned && Instant::now() < until {
+                        driving.phase = Phase::Sleeping {
+                            until,
+                            timer,
+                            parked,
+                        };
+                        return None;
+                    }
+                    if parked {
+                        self.engine.counters.parked.fetch_sub(1, Ordering::Relaxed);
+                    }
                     if abandoned {
                         if let Some(timer) = timer {
                             self.engine.tasks().timers().cancel(timer);
@@ -80,10 +107,6 @@ impl<K: KindOps> AsyncAcquire<K> {
                         self.call(&driving.call)
                             .leave_unsettled(driving.maybe_handed);
                         return Some(Ok(None));
-                    }
-                    if Instant::now() < until {
-                        driving.phase = Phase::Sleeping { until, timer };
-                        return None;
                     }
                 }
                 Phase::Loop if abandoned => {

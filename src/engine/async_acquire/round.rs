@@ -39,7 +39,7 @@ impl<K: KindOps> AsyncAcquire<K> {
                     .map_or(courtesy, |l| l.min(courtesy))
                     .min(COURTESY_SLICE);
                 if !slice.is_zero() {
-                    self.sleep(driving, slice);
+                    self.sleep(driving, slice, false);
                     return None;
                 }
             }
@@ -143,7 +143,9 @@ impl<K: KindOps> AsyncAcquire<K> {
         if driving.subscription.is_some() {
             self.park(driving, park)
         } else {
-            self.sleep(driving, park);
+            // A spin lock's backoff: counted as parked, as a thread's is.
+            self.engine.counters.parked.fetch_add(1, Ordering::Relaxed);
+            self.sleep(driving, park, true);
             None
         }
     }
@@ -157,7 +159,8 @@ impl<K: KindOps> AsyncAcquire<K> {
         park: Duration,
     ) -> Option<Acquired<K::Grant>> {
         let subscription = driving.subscription.as_ref()?;
-        match subscription.park_async(driving.offer.clone(), self.callback()) {
+        let until = Instant::now().checked_add(park);
+        match subscription.park_async(driving.offer.clone(), until, self.callback()) {
             Err(woke) => {
                 // A wake-up was kept for us: as a park that ended with it.
                 self.woke(driving, woke, false)
@@ -165,7 +168,6 @@ impl<K: KindOps> AsyncAcquire<K> {
             Ok(waiter) => {
                 // Counted as parked (`Stats::parked_waiters`) until it wakes.
                 self.engine.counters.parked.fetch_add(1, Ordering::Relaxed);
-                let until = Instant::now().checked_add(park);
                 let timer = until.and_then(|until| self.timer(until));
                 driving.phase = Phase::Parked {
                     waiter,
@@ -177,17 +179,21 @@ impl<K: KindOps> AsyncAcquire<K> {
         }
     }
 
-    /// Sleeps `pause` without a line to wait in (a spin lock's backoff, a
-    /// courtesy slice): the timer ends it.
-    fn sleep(self: &Arc<Self>, driving: &mut Driving, pause: Duration) {
+    /// Sleeps `pause` without a line to wait in (a spin lock's backoff,
+    /// counted as `parked`, or a courtesy slice): the timer ends it.
+    fn sleep(self: &Arc<Self>, driving: &mut Driving, pause: Duration, parked: bool) {
         let until = crate::config::deadline_after(Instant::now(), pause);
         let timer = self.timer(until);
-        driving.phase = Phase::Sleeping { until, timer };
+        driving.phase = Phase::Sleeping {
+            until,
+            timer,
+            parked,
+        };
     }
 
     /// A timer at `until` that schedules the next step; `None` when the
     /// timer is gone (shutdown: the next step is scheduled now).
-    fn timer(self: &Arc<Self>, until: Instant) -> Option<crate::tasks::timers::TimerId> {
+    pub(super) fn timer(self: &Arc<Self>, until: Instant) -> Option<crate::tasks::timers::TimerId> {
         let callback = self.callback();
         match self
             .engine
@@ -208,6 +214,9 @@ impl<K: KindOps> AsyncAcquire<K> {
     /// given back.
     pub(super) fn end(&self, driving: &mut Driving, outcome: Acquired<K::Grant>) {
         let waited = self.wait != Some(Duration::ZERO);
+        if let (Ok(Some(_)), Some(subscription)) = (&outcome, &driving.subscription) {
+            self.call(&driving.call).bound_waiters_left(subscription);
+        }
         let outcome = self.call(&driving.call).finish(outcome, waited);
         driving.phase = Phase::Done;
         driving.subscription = None;

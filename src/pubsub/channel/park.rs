@@ -10,13 +10,15 @@ use crate::pubsub::handover::Offer;
 use crate::pubsub::waiter::{Waiter, Wake, Wakeup};
 
 impl Channel {
-    /// Puts an async call's waiter for `lock` in the line, woken by
-    /// `callback`; or `Err` with the wake-up kept for it, when one was (a
-    /// release came between its failed attempt and now).
+    /// Puts an async call's waiter for `lock` in the line until `until` at
+    /// the latest, woken by `callback`; or `Err` with the wake-up kept for
+    /// it, when one was (a release came between its failed attempt and
+    /// now).
     pub(crate) fn park_async(
         &self,
         lock: &str,
         offer: Option<Offer>,
+        until: Option<Instant>,
         callback: Arc<dyn Fn() + Send + Sync>,
     ) -> Result<Arc<Waiter>, Wake> {
         let mut st = self.state.lock();
@@ -24,7 +26,7 @@ impl Channel {
         if waiters.take_permit() {
             return Err(Wake::Notified);
         }
-        Ok(waiters.enqueue_as(Wakeup::Callback(callback), offer))
+        Ok(waiters.enqueue_as(Wakeup::Callback(callback), offer, until))
     }
 
     /// An async call's `waiter` for `lock` stops waiting (its time is up,
@@ -59,9 +61,9 @@ impl Channel {
             if waiters.take_permit() {
                 return Wake::Notified;
             }
-            waiters.enqueue(offer)
+            waiters.enqueue(offer, deadline)
         };
-        let outcome = waiter.sleep(deadline, interrupt);
+        let outcome = waiter.sleep(true, interrupt);
         if matches!(
             outcome,
             Wake::Notified | Wake::Unsettled | Wake::HandedOver { .. }
@@ -72,6 +74,6 @@ impl Channel {
         // Handed a wake-up, or reserved for a hand-over, just as we gave up:
         // take what comes, so that no wake-up is lost and a lock handed to
         // us is known to be ours.
-        waiter.sleep(None, None)
+        waiter.sleep(false, None)
     }
 }

@@ -1,0 +1,142 @@
+//! The configurations the client model is checked in: each small enough
+//! to be exhausted in CI (`tests/client.rs`), and a deeper one run by
+//! hand. Their figures (states, depth, seconds) are in
+//! `docs/reliability.md`.
+
+use super::config::{Config, Fault, Kind, Lease, ReleaseMode};
+use super::known::Known;
+
+impl Config {
+    /// Two clients of one thread each on the plain lock, one watched and
+    /// one leased for two ticks, re-entering once, trying (no waits) and
+    /// dropping guards, with two faults among cuts and held-back requests:
+    /// the lane, the pool's retries, late attempts and their undos, the
+    /// worker, the latches and the renewal map's generations.
+    pub fn plain_faults() -> Config {
+        Config {
+            kind: Kind::Plain,
+            clients: vec![vec![Lease::Watched], vec![Lease::Ticks(2)]],
+            max_holds: 2,
+            tries: true,
+            waits: false,
+            wait_ticks: None,
+            release_modes: vec![ReleaseMode::Drop],
+            faults: vec![Fault::Cut, Fault::HoldBack],
+            fault_budget: 2,
+            retries: 1,
+            watchdog: 4,
+            outage_tolerance: 1,
+            mutation: None,
+            script_mutation: None,
+            excused: Known::ALL.to_vec(),
+        }
+    }
+
+    /// As [`plain_faults`](Self::plain_faults) with `unlock` instead of
+    /// drops and one fault: what `unlock` tells its caller.
+    pub fn plain_unlock() -> Config {
+        Config {
+            release_modes: vec![ReleaseMode::Unlock],
+            fault_budget: 1,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// Waiting calls (no limit) instead of tries, one fault: parking,
+    /// wake-ups and kept wake-ups, the first-busy skip, outages ridden out.
+    pub fn plain_waits() -> Config {
+        Config {
+            tries: false,
+            waits: true,
+            fault_budget: 1,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// Two threads of one client (watched, and leased for one tick) and a
+    /// watched thread of another, each waiting for one hold at a time, no
+    /// faults: direct hand-over, reservations, hand-over to a shorter lease
+    /// while another client waits, wake-ups within one client.
+    pub fn handover() -> Config {
+        Config {
+            clients: vec![vec![Lease::Watched, Lease::Ticks(1)], vec![Lease::Watched]],
+            max_holds: 1,
+            fault_budget: 0,
+            faults: Vec::new(),
+            ..Config::plain_waits()
+        }
+    }
+
+    /// Tries and drops with a restart without persistence and one cut.
+    pub fn restart() -> Config {
+        Config {
+            faults: vec![Fault::Restart, Fault::Cut],
+            ..Config::plain_faults()
+        }
+    }
+
+    /// Waiting calls with one fault among a partition (healed at any
+    /// moment), a crash and a pub/sub connection dropped.
+    pub fn outages() -> Config {
+        Config {
+            faults: vec![Fault::Partition, Fault::Crash, Fault::PubSubDrop],
+            ..Config::plain_waits()
+        }
+    }
+
+    /// The fenced lock, tries and drops, one fault.
+    pub fn fenced() -> Config {
+        Config {
+            kind: Kind::Fenced,
+            fault_budget: 1,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// The fenced lock's hand-over (tokens drawn by the release).
+    pub fn fenced_handover() -> Config {
+        Config {
+            kind: Kind::Fenced,
+            ..Config::handover()
+        }
+    }
+
+    /// The spin lock: waits back off, no pub/sub, one fault.
+    pub fn spin() -> Config {
+        Config {
+            kind: Kind::Spin,
+            ..Config::plain_waits()
+        }
+    }
+
+    /// A deeper configuration, by hand: three threads (two of one
+    /// client, the other client's leased longer than the watchdog's
+    /// timeout), re-entering once, tries and waits, no faults.
+    pub fn deep_threads() -> Config {
+        Config {
+            clients: vec![vec![Lease::Watched, Lease::Ticks(2)], vec![Lease::Ticks(5)]],
+            waits: true,
+            fault_budget: 0,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// A deeper configuration, by hand: the two clients of
+    /// [`plain_faults`](Self::plain_faults), tries, drops and unlocks, two
+    /// faults of every kind.
+    pub fn deep_faults() -> Config {
+        Config {
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            faults: vec![
+                Fault::Cut,
+                Fault::HoldBack,
+                Fault::Partition,
+                Fault::Restart,
+                Fault::PubSubDrop,
+                Fault::Crash,
+            ],
+            fault_budget: 2,
+            ..Config::plain_faults()
+        }
+    }
+}

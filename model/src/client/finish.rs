@@ -1,0 +1,209 @@
+//! The end of an acquire call (`engine/finish.rs`, `Call::finish`): one
+//! last step on the lane, taken without deadline, that settles what it
+//! can, looks at the holds Redis counts when the last attempt's outcome is
+//! unknown and not late (`settle_unsure`), and writes an undo behind every
+//! attempt whose reply never came (`undo_late`, `undo_behind`): the kind's
+//! release `above:N`, N the holds the guards stand for plus one per
+//! release still on the lane, on the attempt's own connection.
+
+use super::acquire::{Flow, MAX_ORPHANS};
+use super::config::Config;
+use super::holds;
+use super::job::{Call, CallAt, Outcome, Send, Settle};
+use super::known::Known;
+use super::mutation::ClientMutation;
+use super::requests::release_call;
+use super::retry::{self, Progress};
+use super::server::{take_reply, Read};
+use super::settle::{settle, Settled, Settler};
+use super::state::{Answer, Entry, Purpose, Request, State, Taker};
+use crate::call::Attempt;
+
+/// The call's outcome is known: whether it needs its last step.
+pub fn begin(_cfg: &Config, _s: &mut State, _c: u8, _t: u8, call: &mut Call) -> Flow {
+    let outcome = call.result.expect("decided");
+    let leave_queue = call.waits && outcome != Outcome::Got;
+    let unsure = outcome == Outcome::Failed && call.unsure;
+    if !(leave_queue || unsure || !call.late.is_empty()) {
+        return Flow::End;
+    }
+    call.at = CallAt::FinishTurn;
+    Flow::Continue
+}
+
+/// One move of the call's end.
+pub fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
+    match call.at.clone() {
+        CallAt::FinishTurn => {
+            let lane = &mut s.thread_mut(c, t).lane;
+            if lane.taken.is_some() {
+                return Flow::Block;
+            }
+            lane.taken = Some(Taker::Own);
+            call.at = CallAt::FinishSettle(Settle::within(1));
+            Flow::Continue
+        }
+        CallAt::FinishSettle(mut st) => {
+            let settled = match settle(cfg, s, c, t, &mut st, Settler::Finish) {
+                Settled::Blocked => {
+                    call.at = CallAt::FinishSettle(st);
+                    return Flow::Block;
+                }
+                Settled::Done => true,
+                Settled::NotYet => false,
+            };
+            let unsure = call.result == Some(Outcome::Failed) && call.unsure;
+            if unsure && !settled {
+                // No look without the lane settled: a hold the attempt may
+                // have taken expires after its lease (a documented limit).
+                holds::excuse_leak(s, c, t);
+            }
+            if unsure && settled && !call.unsure_is_late {
+                // One look, on a fresh connection, at what Redis counts.
+                call.unsure = false;
+                let wire = s.open(c, Request::Look(t));
+                call.at = CallAt::FinishLook(Send::on(wire, cfg.retries));
+                return Flow::Block;
+            }
+            undo_late(cfg, s, c, t, call)
+        }
+        CallAt::FinishLook(out) => match take_reply(s, out.wire, out.expired) {
+            Read::Waiting => Flow::Block,
+            Read::Reply(Answer::Count(n)) => {
+                let here = holds::counted(cfg, s, c, t);
+                let n = n.clamp(0, 255) as u8;
+                let extra = if n < here {
+                    // The guards' holds are gone: what Redis has is this
+                    // call's, and none has a guard.
+                    holds::mark_lost(s, c, t);
+                    n
+                } else {
+                    n - here
+                };
+                if extra == 0 {
+                    return undo_late(cfg, s, c, t, call);
+                }
+                if extra > MAX_ORPHANS {
+                    holds::excuse_leak(s, c, t);
+                }
+                let id = s.fresh_id();
+                let send = retry::first(cfg, s, (c, t), id, None);
+                call.at = CallAt::FinishGiveBack {
+                    left: extra.min(MAX_ORPHANS) - 1,
+                    send,
+                };
+                Flow::Block
+            }
+            Read::Reply(other) => unreachable!("a look replied {other:?}"),
+            Read::Failed if out.tries_left > 0 => {
+                let wire = s.open(c, Request::Look(t));
+                call.at = CallAt::FinishLook(Send::on(wire, out.tries_left - 1));
+                Flow::Block
+            }
+            Read::Failed | Read::TimedOut => {
+                // The look failed too: a hold the attempt may have taken
+                // expires after its lease, renewed by nobody (a documented
+                // limit, `docs/reliability.md`'s honest limits).
+                holds::excuse_leak(s, c, t);
+                undo_late(cfg, s, c, t, call)
+            }
+        },
+        CallAt::FinishGiveBack { left, mut send } => {
+            match retry::progress(cfg, s, (c, t), &mut send, None, false) {
+                Progress::Waiting => {
+                    call.at = CallAt::FinishGiveBack { left, send };
+                    Flow::Block
+                }
+                Progress::Answered(..) if left > 0 => {
+                    let id = s.fresh_id();
+                    let send = retry::first(cfg, s, (c, t), id, None);
+                    call.at = CallAt::FinishGiveBack {
+                        left: left - 1,
+                        send,
+                    };
+                    Flow::Block
+                }
+                Progress::Answered(..) => undo_late(cfg, s, c, t, call),
+                Progress::Unconfirmed => {
+                    let p = retry::pending(
+                        cfg,
+                        Some(&send),
+                        send.id,
+                        Purpose::Unguarded { more: 0 },
+                        0,
+                    );
+                    retry::push(s, c, t, Entry::Release(p));
+                    if left > 0 {
+                        // Best effort: the rest expire after their lease.
+                        holds::excuse_leak(s, c, t);
+                    }
+                    undo_late(cfg, s, c, t, call)
+                }
+            }
+        }
+        other => unreachable!("not an end: {other:?}"),
+    }
+}
+
+/// Writes an undo behind each late attempt (`Call::undo_late`), lets
+/// other calls' steps send again, gives back the turn: the call is over.
+///
+/// Attempts cut before their reply since the call's last answer
+/// (`LateRequests::cut_since_answer`) may each hold one more: the last
+/// late attempt's undo gives back that many more, under the same
+/// condition (`undo_behind`: `1 + cut` releases `above:N` on the last
+/// connection).
+fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
+    let late = std::mem::take(&mut call.late);
+    let cut = if cfg.mutated(ClientMutation::UndoIgnoresCutAttempts) {
+        0
+    } else {
+        std::mem::take(&mut call.cut)
+    };
+    if !late.is_empty() && !cfg.mutated(ClientMutation::NoUndoBehindLate) {
+        let lane = &s.thread(c, t).lane;
+        let pending = lane
+            .entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Release(_) | Entry::Shared { .. }))
+            .count() as u8;
+        let above = holds::counted(cfg, s, c, t) + pending;
+        let last = late.len() - 1;
+        for (n, wire) in late.into_iter().enumerate() {
+            let releases = if n == last { 1 + cut } else { 1 };
+            if s.wire(wire).cut {
+                // It cannot follow: the late request ran or never will.
+                if releases > 1 && cfg.excuses(Known::CutAttemptsUndoLost) {
+                    // ... and the give-back of the cut attempts' holds,
+                    // which rides on it, is lost.
+                    holds::excuse_leak(s, c, t);
+                }
+                continue;
+            }
+            for _ in 0..releases {
+                let id = s.fresh_id();
+                let Request::Script(undo) =
+                    release_call(cfg, c, t, id, Attempt::Above(i64::from(above)), None)
+                else {
+                    unreachable!("a script")
+                };
+                s.wires[usize::from(wire)]
+                    .requests
+                    .push(Request::Script(undo));
+            }
+            retry::push(
+                s,
+                c,
+                t,
+                Entry::Undo {
+                    wire,
+                    keep: cfg.latch_ticks(),
+                },
+            );
+        }
+    }
+    let lane = &mut s.thread_mut(c, t).lane;
+    lane.late_call = false;
+    lane.taken = None;
+    Flow::End
+}

@@ -1,0 +1,73 @@
+//! Past defects of the client, switched back on in the model only (never
+//! in `src/`), each to show that the model finds its class: a test per
+//! class asks for a counterexample and prints it.
+//!
+//! The scripts' own past defects are [`crate::scripts::Mutation`]s.
+
+/// One past defect class of the client side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClientMutation {
+    /// The unlock latch lives only as long as the retry window
+    /// (`Resends::latch_ttl` without its extra second): the last resend
+    /// may reach Redis after the latch expired.
+    LatchWithinRetryWindow,
+    /// The worker resends a release without asking whether its latch
+    /// outlives the attempt (`pending.rs`, `attempt_once`'s two checks).
+    WorkerIgnoresLatch,
+    /// An acquire call writes no undo behind its late attempts
+    /// (`attempt.rs`, `undo_late` returning at once).
+    NoUndoBehindLate,
+    /// A release is sent without settling the lane first: it does not
+    /// wait for the undos behind the thread's late acquires (`release.rs`,
+    /// the turn taken without `settle`).
+    ReleaseSkipsUndos,
+    /// The re-entry-only flag is never sent (`attempt.rs`, `holds_here`
+    /// always false): a lost lock is taken anew under its old guards.
+    NoReentryFlag,
+    /// A release's nil ("not held") reply is taken as `Ok`
+    /// (`release.rs`, `released`).
+    NotHeldIsOk,
+    /// Safety IV, first class: a step treats a release still on its way
+    /// as settled before its latch's life is over (`pending.rs`, the
+    /// entry settled when it may not be resent, instead of `NotYet`).
+    SettleTakesReleaseOnItsWay,
+    /// Safety IV, second class: an undo taken out of the lane before its
+    /// reply, so that the worker's release overtakes it (`one.rs`,
+    /// `settle`: the worker skips an unconfirmed undo).
+    UndoTakenBeforeReply,
+    /// A waiter skips its second try whenever its client is subscribed,
+    /// even when a release was announced in between (`first_busy.rs`,
+    /// `quiet_since` ignored).
+    FirstBusySkipAlways,
+    /// The last late attempt's undo gives back one hold only, whatever
+    /// attempts were cut before their reply since the call's last answer
+    /// (`attempt.rs`, `undo_behind` without `cut`; `pool.rs` not counting
+    /// them): a hold taken by an attempt whose reply a cut lost stays with
+    /// no guard (found by this model in the library as built, fixed in
+    /// 42393ed).
+    UndoIgnoresCutAttempts,
+    /// A local call that takes the lock after waiting leaves the other
+    /// waiters parked on the TTLs they read before (`wait.rs`,
+    /// `bound_waiters_left` not called): when its hold expires
+    /// unannounced, they sleep on past a free lock (found by this model
+    /// in the library as built, fixed in 0d18fa5).
+    NoBoundOnLocalTake,
+}
+
+impl ClientMutation {
+    /// Every client mutation.
+    pub const ALL: &'static [ClientMutation] = &[
+        ClientMutation::LatchWithinRetryWindow,
+        ClientMutation::WorkerIgnoresLatch,
+        ClientMutation::NoUndoBehindLate,
+        ClientMutation::ReleaseSkipsUndos,
+        ClientMutation::NoReentryFlag,
+        ClientMutation::NotHeldIsOk,
+        ClientMutation::SettleTakesReleaseOnItsWay,
+        ClientMutation::UndoTakenBeforeReply,
+        ClientMutation::FirstBusySkipAlways,
+        ClientMutation::UndoIgnoresCutAttempts,
+        ClientMutation::NoBoundOnLocalTake,
+    ];
+}

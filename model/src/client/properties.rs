@@ -1,0 +1,171 @@
+//! What must hold in every reachable state (issue 40, part 2), and the
+//! ghost counter the waiters' rule reads.
+
+use super::config::{Config, TICK_MS};
+use super::job::{CallAt, Job};
+use super::known::Known;
+use super::requests::{field, LOCK};
+use super::state::State;
+use super::wait::is_waiting;
+use super::ClientModel;
+use crate::keyspace::HashValue;
+use crate::names::Key;
+use crate::search::Property;
+
+/// How many ticks a waiter may stay parked on a free lock with no
+/// message on its way (one tick of slack for the clock's grain).
+pub const STARVING_BOUND: u8 = 1;
+
+/// Every property of the client model.
+pub fn all() -> Vec<Property<ClientModel>> {
+    vec![
+        Property {
+            name: "mutual exclusion",
+            holds: |m, s| holders(&m.cfg, s) <= 1,
+        },
+        Property {
+            name: "no unlock says Ok for a hold another holder entered",
+            holds: |_, s| !s.broken.ok_after_intrusion,
+        },
+        Property {
+            name: "fencing tokens only grow",
+            holds: |_, s| !s.broken.token_regressed,
+        },
+        Property {
+            name: "every lock key has a bounded TTL",
+            holds: |m, s| bounded_ttls(&m.cfg, s),
+        },
+        Property {
+            name: "at rest, Redis counts the holds the guards stand for",
+            holds: |m, s| !at_rest(s) || counts_match(&m.cfg, s),
+        },
+        Property {
+            name: "no waiter parked on a free lock with nothing on its way",
+            holds: |_, s| {
+                s.clients
+                    .iter()
+                    .flat_map(|c| &c.threads)
+                    .all(|t| t.ghost.starving <= STARVING_BOUND)
+            },
+        },
+    ]
+}
+
+/// Threads that hold the lock unexpired, as their client believes, and
+/// whose holds no fault wiped.
+pub fn holders(_cfg: &Config, s: &State) -> usize {
+    s.clients
+        .iter()
+        .filter(|c| c.up)
+        .flat_map(|c| &c.threads)
+        .filter(|t| t.gen.is_some_and(|g| g.count > 0 && g.left > 0) && !t.ghost.wiped)
+        .count()
+}
+
+fn bounded_ttls(cfg: &Config, s: &State) -> bool {
+    let lock = i64::from(cfg.max_ttl_ticks()) * TICK_MS;
+    let latch = i64::from(cfg.latch_ticks()) * TICK_MS;
+    s.redis.keys.iter().all(|(key, entry)| {
+        let bound = match key {
+            Key::Latch(..) => latch,
+            // The fencing counter must outlive every hold: no TTL.
+            Key::Token(_) => return true,
+            _ => lock,
+        };
+        entry.expires_at.is_some_and(|at| at > 0 && at <= bound)
+    })
+}
+
+/// Nothing on its way: no connection with anything on it, every thread
+/// idle, no lane keeps anything, no worker round, no message.
+pub fn at_rest(s: &State) -> bool {
+    s.wires.is_empty()
+        && s.clients.iter().all(|c| {
+            c.inbox == 0
+                && c.worker.at.is_none()
+                && c.threads.iter().all(|t| {
+                    matches!(t.job, Job::Idle | Job::Dead)
+                        && t.lane.entries.is_empty()
+                        && t.lane.taken.is_none()
+                })
+        })
+}
+
+/// Holds Redis counts under thread `(c, t)`'s field.
+pub fn in_redis(s: &State, c: u8, t: u8) -> u8 {
+    match s.redis.hget(Key::Name(LOCK), field(c, t)) {
+        Ok(Some(HashValue::Int(n))) => n.clamp(0, 255) as u8,
+        _ => 0,
+    }
+}
+
+fn counts_match(_cfg: &Config, s: &State) -> bool {
+    s.clients
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.up)
+        .all(|(c, client)| {
+            client.threads.iter().enumerate().all(|(t, thread)| {
+                let redis = in_redis(s, c as u8, t as u8);
+                match thread.gen {
+                    // Expired as the client counts, or wiped: Redis may have
+                    // dropped it already, or keep it a little longer.
+                    Some(g) if g.left == 0 || thread.ghost.wiped => true,
+                    // A late hold whose undo a cut lost is one more.
+                    Some(g) if thread.ghost.leak_excused => redis >= g.count,
+                    Some(g) => redis == g.count,
+                    None => redis == 0 || thread.ghost.leak_excused,
+                }
+            })
+        })
+}
+
+/// After a tick: each parked waiter's ticks on a free lock with no
+/// message on its way to its client and nobody about to take the lock.
+pub fn count_starving(cfg: &Config, s: &mut State) {
+    let excused = cfg.excuses(Known::TtlReadBeforeLocalTake);
+    let free = !s.redis.exists(Key::Name(LOCK));
+    let trying = s
+        .clients
+        .iter()
+        .filter(|c| c.up)
+        .flat_map(|c| &c.threads)
+        .any(|t| {
+            matches!(&t.job, Job::Acquire(call) if !matches!(call.at,
+            CallAt::Parked(p) if !p.reserved && p.woke.is_none())
+            && !matches!(call.at, CallAt::FinishTurn | CallAt::FinishSettle(_)
+                | CallAt::FinishLook(_) | CallAt::FinishGiveBack { .. }))
+        });
+    for c in 0..s.clients.len() as u8 {
+        let client = &s.clients[usize::from(c)];
+        let quiet = client.up && !client.partitioned && client.inbox == 0;
+        for t in 0..client.threads.len() as u8 {
+            let stale = matches!(&s.thread(c, t).job, Job::Acquire(call)
+                if matches!(call.at, CallAt::Parked(p) if p.stale));
+            let starving = quiet && free && !trying && is_waiting(s, c, t) && !(excused && stale);
+            let ghost = &mut s.thread_mut(c, t).ghost;
+            ghost.starving = if starving {
+                ghost.starving.saturating_add(1).min(STARVING_BOUND + 1)
+            } else {
+                0
+            };
+        }
+    }
+}
+
+/// After every step: an excuse for a leaked hold ends once Redis has
+/// nothing under the thread's field and the thread is idle (a release of
+/// its own that freed the field still reads its reply under the excuse).
+pub fn clear_excuses(s: &mut State) {
+    for c in 0..s.clients.len() as u8 {
+        for t in 0..s.clients[usize::from(c)].threads.len() as u8 {
+            let thread = s.thread(c, t);
+            if thread.ghost.leak_excused
+                && matches!(thread.job, Job::Idle)
+                && in_redis(s, c, t) == 0
+            {
+                s.thread_mut(c, t).ghost.leak_excused = false;
+            }
+        }
+    }
+}

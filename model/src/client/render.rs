@@ -1,0 +1,177 @@
+//! A counterexample's steps as a reader wants them: the Redis command a
+//! server step runs and what it replied, and what each client step did.
+
+use super::config::Config;
+use super::faults::FaultAction;
+use super::job::{CallAt, Job, RelAt};
+use super::model::{Action, Begin};
+use super::server::serve;
+use super::state::{Request, State, Wire};
+use crate::call::{Attempt, Call};
+use crate::names::Field;
+
+fn who(field: Field) -> String {
+    match field {
+        Field::Reader(h) | Field::Writer(h) => format!("c{}.t{}", h.client, h.thread),
+        Field::Mode => "mode".into(),
+    }
+}
+
+/// A request as one line.
+pub fn request(r: &Request) -> String {
+    match r {
+        Request::Look(t) => format!("HGET lock t{t}"),
+        Request::Script(Call::Acquire {
+            field,
+            lease,
+            reentry_only,
+            ..
+        })
+        | Request::Script(Call::FencedAcquire {
+            field,
+            lease,
+            reentry_only,
+            ..
+        }) => {
+            let fenced = if matches!(r, Request::Script(Call::FencedAcquire { .. })) {
+                "fenced_"
+            } else {
+                ""
+            };
+            let flag = if *reentry_only { " re-entry-only" } else { "" };
+            format!("{fenced}acquire.lua {} lease {lease} ms{flag}", who(*field))
+        }
+        Request::Script(Call::Release {
+            field,
+            latch,
+            attempt,
+            successor,
+            ..
+        }) => {
+            let word = match attempt {
+                Attempt::First => "first".to_string(),
+                Attempt::Retry => "retry".to_string(),
+                Attempt::Above(n) => format!("above:{n}"),
+            };
+            let next = successor.map_or(String::new(), |s| {
+                format!(" hand-over to {} lease {} ms", who(s.field), s.lease)
+            });
+            format!(
+                "release.lua {} latch #{} {word}{next}",
+                who(*field),
+                latch.0
+            )
+        }
+        Request::Script(other) => format!("{other:?}"),
+    }
+}
+
+fn wire(w: &Wire) -> String {
+    let requests: Vec<String> = w.requests.iter().map(request).collect();
+    format!("c{}'s connection [{}]", w.client, requests.join(" then "))
+}
+
+fn job(j: &Job) -> String {
+    match j {
+        Job::Idle => "idle".into(),
+        Job::Dead => "dead".into(),
+        Job::Acquire(call) => {
+            let at = match &call.at {
+                CallAt::Step => "step".to_string(),
+                CallAt::StepTurn { .. } => "waits for its lane's turn".into(),
+                CallAt::StepSettle(_) => "settles its lane".into(),
+                CallAt::Sent(..) => "waits for the acquire's reply".into(),
+                CallAt::Orphans { .. } => "gives back holds counted twice".into(),
+                CallAt::Join => "joins the waiters".into(),
+                CallAt::Parked(p) if p.reserved => "reserved for a hand-over".into(),
+                CallAt::Parked(p) => match p.woke {
+                    Some(w) => format!("woken ({w:?})"),
+                    None => format!("parked ({} ticks)", p.ticks),
+                },
+                CallAt::FinishTurn => "ends: waits for the turn".into(),
+                CallAt::FinishSettle(_) => "ends: settles its lane".into(),
+                CallAt::FinishLook(_) => "ends: looks at its count in Redis".into(),
+                CallAt::FinishGiveBack { .. } => "ends: gives back holds beyond the guards".into(),
+            };
+            let late = if call.late.is_empty() {
+                String::new()
+            } else {
+                format!(", {} late", call.late.len())
+            };
+            let kind = if call.waits { "lock" } else { "try_lock" };
+            format!("{kind}: {at}{late}")
+        }
+        Job::Release(rel) => {
+            let at = match &rel.at {
+                RelAt::Turn => "waits for its lane's turn",
+                RelAt::Settle(_) => "settles its lane",
+                RelAt::Sent { .. } => "waits for the release's reply",
+                RelAt::GiveBack { .. } => "gives back holds no guard stands for",
+            };
+            format!("{:?} #{}: {at}", rel.mode, rel.id)
+        }
+    }
+}
+
+fn thread_line(s: &State, c: u8, t: u8) -> String {
+    let th = s.thread(c, t);
+    let holds = th.gen.map_or("no holds".to_string(), |g| {
+        format!("{} holds, {} ticks left", g.count, g.left)
+    });
+    format!("{} ({holds}; lane {:?})", job(&th.job), th.lane.entries)
+}
+
+/// One step of a trace.
+pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) -> String {
+    match *action {
+        Action::Begin { c, t, what } => {
+            let what = match what {
+                Begin::Try => "try_lock".to_string(),
+                Begin::Wait => "lock (waiting)".to_string(),
+                Begin::Release(mode) => format!("{mode:?} of one hold"),
+            };
+            format!("c{c}.t{t} begins {what} -> {}", thread_line(after, c, t))
+        }
+        Action::Go { c, t } => format!("c{c}.t{t} -> {}", thread_line(after, c, t)),
+        Action::WorkerStart { c, lane } => {
+            format!(
+                "c{c}'s worker settles lane t{lane}: {:?}",
+                after.clients[usize::from(c)].worker.at
+            )
+        }
+        Action::Worker { c } => format!(
+            "c{c}'s worker: {:?}",
+            after.clients[usize::from(c)].worker.at
+        ),
+        Action::Serve(w) => {
+            let mut s = before.clone();
+            serve(cfg, &mut s, w);
+            let reply = s.wires[usize::from(w)].replies.last().copied();
+            format!(
+                "REDIS runs {} for c{} -> {reply:?}",
+                request(&before.wires[usize::from(w)].requests[0]),
+                before.wires[usize::from(w)].client
+            )
+        }
+        Action::Hear(c, to) => match to {
+            Some(t) => format!("c{c}'s subscriber hears a release message: wakes c{c}.t{t}"),
+            None => format!("c{c}'s subscriber hears a release message (no waiter parked)"),
+        },
+        Action::Tick => {
+            let keys: Vec<String> = after
+                .redis
+                .keys
+                .iter()
+                .map(|(k, e)| format!("{k:?} ttl {:?}", e.expires_at))
+                .collect();
+            format!("--- a tick passes --- (keys: {})", keys.join(", "))
+        }
+        Action::Fault(f) => match f {
+            FaultAction::Cut(w) => format!("FAULT: {} cut", wire(&before.wires[usize::from(w)])),
+            FaultAction::HoldBack(w) => {
+                format!("FAULT: {} held back", wire(&before.wires[usize::from(w)]))
+            }
+            other => format!("FAULT: {other:?}"),
+        },
+    }
+}

@@ -1,0 +1,150 @@
+//! Each past defect class, switched back on in the model only, yields a
+//! counterexample (issue 40, part 4): the shortest, printed as the Redis
+//! commands and client steps that lead to it. One test per class.
+
+#[allow(dead_code)] // Each test file uses part of the support.
+mod client {
+    pub(crate) mod support;
+}
+
+use client::support::counterexample;
+use redhold_model::client::{ClientMutation, Config, Fault, Lease, ReleaseMode};
+use redhold_model::scripts::Mutation;
+
+const EXCLUSION: &str = "mutual exclusion";
+const AT_REST: &str = "at rest, Redis counts the holds the guards stand for";
+const OK_UNLOCK: &str = "no unlock says Ok for a hold another holder entered";
+const WAITERS: &str = "no waiter parked on a free lock with nothing on its way";
+
+fn mutated(mutation: ClientMutation, cfg: Config) -> Config {
+    Config {
+        mutation: Some(mutation),
+        ..cfg
+    }
+}
+
+fn script(mutation: Mutation, cfg: Config) -> Config {
+    Config {
+        script_mutation: Some(mutation),
+        ..cfg
+    }
+}
+
+/// Unlocks (the pool's retries within the retry window) with two
+/// requests held back.
+fn unlocks_held_back() -> Config {
+    Config {
+        release_modes: vec![ReleaseMode::Unlock],
+        faults: vec![Fault::HoldBack],
+        fault_budget: 2,
+        ..Config::plain_faults()
+    }
+}
+
+#[test]
+fn a_latch_that_expires_before_the_last_resend() {
+    let cfg = mutated(ClientMutation::LatchWithinRetryWindow, unlocks_held_back());
+    counterexample("latch within the retry window", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_background_release_resent_past_its_latch() {
+    let cfg = mutated(ClientMutation::WorkerIgnoresLatch, Config::plain_faults());
+    counterexample("worker ignores the latch", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_hand_over_to_a_shorter_lease_without_a_publish() {
+    let cfg = script(Mutation::HandOverWithoutPublish, Config::handover());
+    counterexample("hand-over without publish", cfg, &[WAITERS]);
+}
+
+#[test]
+fn a_late_acquire_without_an_undo() {
+    let cfg = mutated(ClientMutation::NoUndoBehindLate, Config::plain_faults());
+    counterexample("no undo behind a late acquire", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_release_that_does_not_wait_for_the_undos() {
+    let cfg = mutated(ClientMutation::ReleaseSkipsUndos, Config::plain_faults());
+    counterexample("release skips the undos", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn the_re_entry_flag_not_sent() {
+    let cfg = Config {
+        release_modes: vec![ReleaseMode::Unlock],
+        faults: vec![Fault::Restart, Fault::Cut],
+        ..Config::plain_faults()
+    };
+    let cfg = mutated(ClientMutation::NoReentryFlag, cfg);
+    counterexample("no re-entry flag", cfg, &[OK_UNLOCK]);
+}
+
+#[test]
+fn a_not_held_reply_taken_as_ok() {
+    let cfg = Config {
+        release_modes: vec![ReleaseMode::Unlock],
+        fault_budget: 0,
+        ..Config::plain_faults()
+    };
+    let cfg = mutated(ClientMutation::NotHeldIsOk, cfg);
+    counterexample("not held taken as Ok", cfg, &[OK_UNLOCK]);
+}
+
+#[test]
+fn a_gone_on_retry_release_not_latched() {
+    let cfg = script(Mutation::RetryGoneNotLatched, Config::plain_faults());
+    counterexample("gone on retry not latched", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_first_release_attempt_that_skips_the_latch_read() {
+    let cfg = script(Mutation::FirstAttemptSkipsLatch, Config::plain_faults());
+    counterexample("first attempt skips the latch", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn the_first_busy_skip_taken_whenever_subscribed() {
+    let cfg = Config {
+        clients: vec![vec![Lease::Watched, Lease::Ticks(1)], vec![Lease::Watched]],
+        ..Config::handover()
+    };
+    let cfg = mutated(ClientMutation::FirstBusySkipAlways, cfg);
+    counterexample("first-busy skip always", cfg, &[WAITERS]);
+}
+
+#[test]
+fn safety_iv_a_settle_takes_a_release_on_its_way_for_settled() {
+    let cfg = mutated(
+        ClientMutation::SettleTakesReleaseOnItsWay,
+        Config::plain_faults(),
+    );
+    counterexample(
+        "settle takes a release on its way",
+        cfg,
+        &[EXCLUSION, AT_REST],
+    );
+}
+
+#[test]
+fn safety_iv_b_the_workers_release_overtakes_an_undo() {
+    let cfg = mutated(ClientMutation::UndoTakenBeforeReply, Config::plain_faults());
+    counterexample("undo taken before its reply", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_late_retrys_undo_that_ignores_the_attempts_cut_before_it() {
+    let cfg = mutated(
+        ClientMutation::UndoIgnoresCutAttempts,
+        Config::plain_faults(),
+    );
+    counterexample("undo ignores cut attempts", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_local_taking_that_leaves_the_parked_waiters_unbounded() {
+    let cfg = mutated(ClientMutation::NoBoundOnLocalTake, Config::handover());
+    counterexample("no bound on a local taking", cfg, &[WAITERS]);
+}

@@ -1,0 +1,303 @@
+//! Defects the exhaustive model found in the library as built (issue 40,
+//! `model/tests/client_found.rs`), each reproduced here against a real
+//! `redis-server` as the model's counterexample describes it; each names
+//! the model's counterexample it follows (`redhold_model::client::Known`).
+//! The first two failed as built and pass since their fixes (42393ed,
+//! 0d18fa5); the last two are what those fixes leave (model3), and fail
+//! on the code as built.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::bounded::wait_until;
+use crate::fault_proxy::{Action, FaultProxy, Matcher, Rule};
+use crate::support::RedisServer;
+
+/// How long the proxy holds the retry's request back: past the client's
+/// response timeout, so the retry times out and is kept for its undo.
+const RETRY_HELD: Duration = Duration::from_millis(1500);
+
+/// `Known::LostReplyBeforeLateRetry` (fixed in 42393ed). A `try_lock` whose first attempt
+/// runs (the lock is the thread's: one hold) but loses its reply to a cut
+/// connection, and whose retry is held back past the response timeout,
+/// fails; the retry runs later (a second hold) with the undo written
+/// behind it, which gives back one hold above the guards' (none). The
+/// first attempt's hold must go too: no guard stands for it. As built the
+/// call skips its settling look because its last attempt may still run
+/// (`settle_unsure`, `unsure_is_late`), and the undo covers only the late
+/// attempt: Redis keeps one hold under the thread's field, with no guard,
+/// for the whole watchdog timeout (30 s by default), and nobody else can
+/// take the lock meanwhile.
+#[test]
+fn a_lost_acquire_reply_then_a_late_retry_leave_no_hold_behind() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(1)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy");
+    let name = "found:lost-then-late";
+    let lock = client.lock(name);
+    // Every script loaded: the held-back EVALSHA finds its script.
+    lock.lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    let arming = proxy.arming();
+    // One-shot rules are looked at in the order armed: the first attempt
+    // runs and its reply is lost; the retry is the next one.
+    let lost = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::LoseReply,
+    });
+    let held = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayRequest(RETRY_HELD),
+    });
+    let tried = lock.try_lock();
+    assert!(
+        lost.wait_fired(Duration::from_secs(1)) && held.wait_fired(Duration::from_secs(1)),
+        "the attempts were not lost and held back as planned ({})",
+        proxy.summary()
+    );
+    assert!(
+        tried.is_err(),
+        "the retry timed out: the call fails ({:?})",
+        tried.map(|g| g.is_some())
+    );
+    // The held-back retry and the undo behind it have run by then.
+    thread::sleep(RETRY_HELD + Duration::from_millis(700));
+    let free = wait_until(Duration::from_secs(2), || !server.exists(name));
+    assert!(
+        free.is_some(),
+        "a hold no guard stands for kept the lock after the failed call: HGETALL {:?}, \
+         PTTL {} ms",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
+        server.cmd::<i64>(&["PTTL", name])
+    );
+}
+
+/// The holder's lease in [`a_waiter_gets_a_lock_freed_by_an_expiry_after_another_waiter_took_its_wake_up`]:
+/// the TTL both waiters read and park on.
+const HOLDER_LEASE: Duration = Duration::from_secs(10);
+/// The lease the first waiter takes the lock with once woken.
+const SHORT_LEASE: Duration = Duration::from_secs(1);
+
+/// `Known::WakeUpTakenByOtherWaiter` (fixed in 0d18fa5). Two threads of one client wait for a
+/// lock another client holds with a 10 s lease; both park on its TTL. The
+/// release's message wakes the oldest (`Waiters::wake_one`), which takes
+/// the lock with a 1 s lease and keeps its guard past it (a long critical
+/// section, or a pause). The hold expires, silently: the lock is free. The
+/// second waiter must get it soon after (promise 3: a waiter never sleeps
+/// longer than the lock's TTL); as built it sleeps on the 10 s TTL it read
+/// before the release, the lock free and no message coming, until the
+/// first waiter's guard drops (4 s later here; 9 s, the rest of the TTL,
+/// if it kept its guard that long).
+#[test]
+fn a_waiter_gets_a_lock_freed_by_an_expiry_after_another_waiter_took_its_wake_up() {
+    let server = RedisServer::start();
+    let holder = server.client();
+    let waiters = server.client();
+    let name = "found:wake-up-taken";
+    let held = holder
+        .lock(name)
+        .lock_with_lease(HOLDER_LEASE)
+        .expect("the holder takes the lock");
+    let parked = |n: usize| {
+        let parked = wait_until(Duration::from_secs(5), || {
+            waiters.stats().parked_waiters == n
+        });
+        assert!(parked.is_some(), "{n} waiters did not park");
+    };
+    let first = {
+        let lock = waiters.lock(name);
+        thread::spawn(move || {
+            let guard = lock
+                .lock_with_lease(SHORT_LEASE)
+                .expect("the first waiter takes the lock");
+            // Well past its lease: the hold expires while the guard
+            // stands (its drop, a release of a hold gone, still wakes the
+            // other waiter: it reserves it for a hand-over that fails).
+            thread::sleep(SHORT_LEASE * 5);
+            drop(guard);
+        })
+    };
+    parked(1);
+    let second = {
+        let lock = waiters.lock(name);
+        thread::spawn(move || {
+            let guard = lock
+                .try_lock_for(HOLDER_LEASE * 2)
+                .expect("the second waiter's call");
+            (Instant::now(), guard.is_some())
+        })
+    };
+    parked(2);
+    let released = Instant::now();
+    drop(held);
+    let (got_at, got) = second.join().expect("the second waiter");
+    first.join().expect("the first waiter");
+    assert!(got, "the second waiter never got the lock");
+    let waited = got_at.saturating_duration_since(released);
+    // The short lease, and a second for the wake-up.
+    let bound = SHORT_LEASE + Duration::from_secs(2);
+    assert!(
+        waited <= bound,
+        "the second waiter got the lock {waited:?} after the release, though the lock was \
+         free {SHORT_LEASE:?} after it (its first taker's lease ran out): it slept on the \
+         holder's TTL, read before the release"
+    );
+}
+
+/// `Known::CutAttemptsUndoLost`. As in
+/// [`a_lost_acquire_reply_then_a_late_retry_leave_no_hold_behind`], a
+/// `try_lock`'s first attempt runs and loses its reply to a cut, and its
+/// retry is held back past the response timeout; then the held-back
+/// connection is cut too (a partition, healed at once) before the retry
+/// reaches the server. Neither the retry nor the undos written behind it
+/// ever run. The first attempt's hold must go all the same: no guard
+/// stands for it. As built (since 42393ed) its give-back rides only on the
+/// late retry's connection (`undo_behind`: `1 + cut` releases there), and
+/// the settling look is still skipped because that attempt might run
+/// late (`settle_unsure`, `unsure_is_late`): Redis keeps the hold for the
+/// watchdog timeout.
+#[test]
+fn a_lost_acquire_reply_then_a_late_retry_cut_off_leave_no_hold_behind() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(1)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy");
+    let name = "found:lost-then-late-cut";
+    let lock = client.lock(name);
+    // Every script loaded: the held-back EVALSHA finds its script.
+    lock.lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    let arming = proxy.arming();
+    let lost = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::LoseReply,
+    });
+    let held = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayRequest(RETRY_HELD),
+    });
+    let tried = lock.try_lock();
+    assert!(
+        lost.wait_fired(Duration::from_secs(1)) && held.wait_fired(Duration::from_secs(1)),
+        "the attempts were not lost and held back as planned ({})",
+        proxy.summary()
+    );
+    assert!(
+        tried.is_err(),
+        "the retry timed out: the call fails ({:?})",
+        tried.map(|g| g.is_some())
+    );
+    // The retry (and the undos behind it) still wait in the proxy: cut
+    // their connection before they are forwarded.
+    arming.start_partition();
+    arming.heal();
+    thread::sleep(RETRY_HELD + Duration::from_millis(700));
+    let free = wait_until(Duration::from_secs(2), || !server.exists(name));
+    assert!(
+        free.is_some(),
+        "a hold no guard stands for kept the lock after the failed call, its give-back lost \
+         with the late retry's connection: HGETALL {:?}, PTTL {} ms",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
+        server.cmd::<i64>(&["PTTL", name])
+    );
+}
+
+/// How long the proxy holds back the reply of the second waiter's attempt
+/// in [`a_waiter_whose_attempt_read_the_ttl_before_a_local_taking_gets_the_freed_lock`]:
+/// past the release and the first waiter's taking, within the response
+/// timeout.
+const ATTEMPT_REPLY_HELD: Duration = Duration::from_secs(1);
+
+/// `Known::TtlReadBeforeLocalTake`. A holder (another client) holds a lock
+/// with a 10 s lease. A thread of the waiters' client tries it (busy),
+/// joins the waiters and tries again; that attempt reads the 10 s TTL, and
+/// its reply is held back. Meanwhile a second thread of that client parks
+/// on the TTL. The holder releases: the message wakes the parked thread
+/// (`Waiters::wake_one`), which takes the lock with a 1 s lease and keeps
+/// its guard past it; its taking bounds the waiters parked then
+/// (`Waiters::bound_parked`, 0d18fa5), and the first thread is not parked
+/// yet. Its reply comes: busy, 10 s, read before the release; it parks on
+/// that. The taker's hold expires silently. The first thread must get the
+/// lock soon after (promise 3); as built it sleeps on the stale TTL until
+/// the taker's guard drops (4 s later here).
+#[test]
+fn a_waiter_whose_attempt_read_the_ttl_before_a_local_taking_gets_the_freed_lock() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let holder = server.client();
+    let waiters = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(ATTEMPT_REPLY_HELD * 3)
+        .build()
+        .expect("client through the proxy");
+    let name = "found:ttl-read-before-local-take";
+    let held = holder
+        .lock(name)
+        .lock_with_lease(HOLDER_LEASE)
+        .expect("the holder takes the lock");
+    let arming = proxy.arming();
+    // The first thread's second attempt: the first finds the lock busy
+    // before its client listens on the channel, so it tries again once
+    // it joined the waiters.
+    let delayed = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]).nth(2),
+        action: Action::DelayReply(ATTEMPT_REPLY_HELD),
+    });
+    let late_reader = {
+        let lock = waiters.lock(name);
+        thread::spawn(move || {
+            let guard = lock
+                .try_lock_for(HOLDER_LEASE * 2)
+                .expect("the first thread's call");
+            (Instant::now(), guard.is_some())
+        })
+    };
+    assert!(
+        delayed.wait_fired(Duration::from_secs(5)),
+        "the first thread's second attempt was not held back ({})",
+        proxy.summary()
+    );
+    let taker = {
+        let lock = waiters.lock(name);
+        thread::spawn(move || {
+            let guard = lock
+                .lock_with_lease(SHORT_LEASE)
+                .expect("the second thread takes the lock");
+            // Well past its lease: the hold expires while the guard stands.
+            thread::sleep(SHORT_LEASE * 5);
+            drop(guard);
+        })
+    };
+    let parked = wait_until(Duration::from_secs(5), || {
+        waiters.stats().parked_waiters == 1
+    });
+    assert!(parked.is_some(), "the second thread did not park");
+    let released = Instant::now();
+    drop(held);
+    let (got_at, got) = late_reader.join().expect("the first thread");
+    taker.join().expect("the second thread");
+    assert!(got, "the first thread never got the lock");
+    let waited = got_at.saturating_duration_since(released);
+    let bound = SHORT_LEASE + ATTEMPT_REPLY_HELD + Duration::from_secs(1);
+    assert!(
+        waited <= bound,
+        "the first thread got the lock {waited:?} after the release, though the lock was \
+         free {SHORT_LEASE:?} after it (its taker's lease ran out): it parked on the \
+         holder's TTL, read before the release, after the taking bounded the waiters parked"
+    );
+}
