@@ -38,6 +38,9 @@ const DUMP_ENV: &str = "REDHOLD_MODEL_DUMP";
 /// Servers per schedule: the main one, and two more for red locks.
 const SERVERS: usize = 3;
 
+/// The owner driven by tasks, on client slot `p0.a0` of its own.
+const TASKS_LABEL: &str = "p0.a0.o0";
+
 /// What a schedule found.
 #[derive(Debug)]
 pub(crate) struct Outcome {
@@ -123,9 +126,10 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     // One owner driven from threads of one of the slots' clients, one
     // driven by tasks on a client of its own (`owners.rs`).
     let crew_slot = Rng::stream(spec.seed, 20_000).below(slots.len() as u64) as usize;
+    let crew_label = format!("p0.c{crew_slot}.o0");
     crew.push(owners::spawn_crew(owners::CrewSpec {
         id: owners::CREW_ACTOR,
-        label: format!("p0.c{crew_slot}.o0"),
+        label: crew_label.clone(),
         seed: spec.seed,
         slot: Arc::clone(&slots[crew_slot]),
         others: slots
@@ -143,7 +147,7 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
     }));
     crew.push(owners::spawn_tasks(owners::TasksSpec {
         id: owners::TASKS_ACTOR,
-        label: "p0.a0.o0".into(),
+        label: TASKS_LABEL.into(),
         seed: spec.seed,
         slot: Arc::clone(&tasks_slot),
         others: slots.clone(),
@@ -327,7 +331,8 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
          releases {}, stalled members {}, releases in flight {}, undos in flight {}, owner rounds {} \
          ({} holds of the owner on threads, {} faults on its requests), async rests {} ({} holds \
-         of the owner on tasks, futures dropped [{}]), {} violation(s); \
+         of the owner on tasks, {} faults on its requests, futures dropped [{}]), {} \
+         violation(s); \
          excused: {}",
         spec.index,
         spec.seed,
@@ -373,15 +378,13 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::OWNER_ROUND)))
             .count(),
         model.holds_of(owners::CREW_ACTOR).count(),
-        events
-            .iter()
-            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::OWNER_FAULT)))
-            .count(),
+        owner_faults(&events, &crew_label),
         events
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::ASYNC_REST)))
             .count(),
         model.holds_of(owners::TASKS_ACTOR).count(),
+        owner_faults(&events, TASKS_LABEL),
         dropped_futures(&events),
         violations.len(),
         excused
@@ -538,6 +541,15 @@ fn hung_calls(model: &Model, events: &[Stamped], title: &str) -> Vec<String> {
     }
     lines.sort();
     lines
+}
+
+/// The faults the proxy did to the requests of the owner labelled `label`.
+fn owner_faults(events: &[Stamped], label: &str) -> usize {
+    let start = format!("{label}: {}", owners::OWNER_FAULT);
+    events
+        .iter()
+        .filter(|e| matches!(&e.event, Event::Note { text } if text.starts_with(&start)))
+        .count()
 }
 
 /// How the task thread's dropped futures were dropped: `dropped-parked 4,
