@@ -1304,4 +1304,50 @@ mod tests {
         count(&mut s, 9000, crate::actors::LEFT_HELD);
         assert!(s.judge().violations.is_empty());
     }
+
+    #[test]
+    fn a_leased_readers_field_kept_by_other_readers_is_not_left_by_shutdown() {
+        // Actor 1's leased read hold outlives its client's shutdown (its
+        // drop sends nothing), and its lease ends long before the scan; its
+        // field stays in the hash only if another reader keeps the hash.
+        let scenario = |other_reader: bool| {
+            let mut s = Script::new();
+            s.at(
+                0,
+                Event::Actor {
+                    actor: 1,
+                    label: "c1#0.t0".into(),
+                },
+            )
+            .at(0, Event::Tid { actor: 1, tid: 7 });
+            s.hold(1, Kind::Read, "w0", 300, 0, 500, "dropped", 0);
+            if other_reader {
+                s.hold(2, Kind::Read, "w0", 0, 100, 9000, "ok", 0);
+            }
+            s.at(
+                400,
+                Event::ClientDown {
+                    client: "c1#0".into(),
+                },
+            )
+            .at(
+                3000,
+                Event::ClientGone {
+                    client: "c1#0".into(),
+                },
+            )
+            .at(
+                3000,
+                Event::Remains {
+                    client: "c1#0".into(),
+                    server: 0,
+                    name: "w0".into(),
+                    tids: "7".into(),
+                },
+            );
+            s.judge()
+        };
+        assert_eq!(rules(&scenario(true)), Vec::<&str>::new());
+        assert_eq!(rules(&scenario(false)), ["left by shutdown"]);
+    }
 }
