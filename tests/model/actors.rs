@@ -61,7 +61,7 @@ const FORK_RECONNECT_WINDOW: Duration = Duration::from_millis(300);
 
 /// Actor ids of the helper threads of a shutdown-during-hand-over start
 /// here: `HELPER_BASE + 8 × actor + k`.
-const HELPER_BASE: ActorId = 100_000;
+pub(crate) const HELPER_BASE: ActorId = 100_000;
 
 /// How long the proxy holds back the reply of a waiter's first try while
 /// the holder releases (`Op::SharedChannelWake` with `race_join`): far
@@ -334,22 +334,22 @@ pub(crate) fn after_shutdown(
 /// one acquire on the target with the given client set (`lock()` or a
 /// short `try_lock_for`), recorded like an actor's, and a release at once
 /// if it gets the lock.
-struct Helper {
-    id: ActorId,
-    label: String,
+pub(crate) struct Helper {
+    pub(crate) id: ActorId,
+    pub(crate) label: String,
     /// Its first op (and hold) number.
-    first: u64,
-    set: Arc<ClientSet>,
-    target: Target,
-    method: Method,
-    recorder: Recorder,
-    interrupts: Arc<Interrupter>,
+    pub(crate) first: u64,
+    pub(crate) set: Arc<ClientSet>,
+    pub(crate) target: Target,
+    pub(crate) method: Method,
+    pub(crate) recorder: Recorder,
+    pub(crate) interrupts: Arc<Interrupter>,
     /// How long it keeps the lock before it unlocks (past a lease, even).
-    hold: Duration,
+    pub(crate) hold: Duration,
 }
 
 impl Helper {
-    fn run(self) {
+    pub(crate) fn run(self) {
         let (id, set) = (self.id, &self.set);
         self.recorder.record(Event::Actor {
             actor: id,

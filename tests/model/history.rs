@@ -16,7 +16,10 @@ use parking_lot::Mutex;
 use crate::targets::Kind;
 use crate::wire::Link;
 
-/// Index of an actor (a thread doing lock operations), unique in a schedule.
+/// Index of an actor, unique in a schedule: one holder, a thread doing
+/// lock operations or an owner (`owners.rs`), whose threads and tasks
+/// all record under its one id, as Redis counts all its holds in one
+/// field.
 pub(crate) type ActorId = u32;
 /// Id of one hold (one successful acquire), unique in a schedule.
 pub(crate) type HoldId = u64;
@@ -119,7 +122,8 @@ pub(crate) enum Event {
         tids: String,
     },
     /// The library's thread number of `actor` (the `<tid>` of its holder
-    /// fields), learned from Redis while it held a lock alone.
+    /// fields), learned from Redis while it held a lock alone; an owner's
+    /// id, for an owner.
     Tid { actor: ActorId, tid: u64 },
     /// A fault starts on server `server` (`kill-normal`, `kill-pubsub`,
     /// `sleep-<ms>`, `restart`).

@@ -31,7 +31,17 @@
 //! fork, mid-path: issue 39's lanes, judged by the thread's count once
 //! everything held back ran),
 //! and, in child processes, `fork()` with the client in use or with the
-//! forked process dropping the last handle of a client it inherited. After
+//! forked process dropping the last handle of a client it inherited.
+//! Beside them two holders that are not threads (issues 41 and 42,
+//! `owners.rs`): an `Owner` driven from 2–4 threads of one client at once
+//! (guards sent between its threads and released where they arrive, its
+//! requests' first attempts and replies lost or held back by the proxy),
+//! and an owner driven by tasks on the checker's own executor, whose
+//! futures are dropped at random await points (after a few polls, while
+//! pending, never polled, parked behind another thread's hold, right after
+//! that hold's release); each is one holder to the oracle, whichever
+//! thread or task acts for it, and at rest its field in Redis must count
+//! exactly its live guards and a dropped future must leave nothing. After
 //! every client shutdown the checker scans Redis at once for holder fields
 //! the client left (`remains.rs`). The main server is reached
 //! through a fault proxy (`tests/support/fault_proxy.rs`) that actors arm
@@ -44,8 +54,9 @@
 //! left that no live guard accounts for and releases after a shutdown that
 //! say `Ok` (`shutdown_rules.rs`), `Lock::unlock()` taking a guarded hold,
 //! fencing tokens, hold counts (a stalled member's late hold kept, and a
-//! count off the guards once an in-flight case's requests ran, among
-//! them), liveness, forks (the parent's pub/sub
+//! count off the guards once an in-flight case's requests ran, and an
+//! owner's field at rest, among them), what a dropped future left,
+//! liveness, forks (the parent's pub/sub
 //! connection included), and the end state in Redis (`leftovers.rs`).
 //!
 //! Running it:
@@ -83,6 +94,11 @@
 //! | `actors/in_flight.rs` | what the two in-flight cases (issue 39, one ordered lane per lock and holder) share: their client (the actor's behind the schedule's proxy; in a child process one of the case's own behind a proxy of its own, chained), the thread's next calls while a request of its own on the lock is on its way, a shutdown or a fork mid-path, and the judge once every held-back request ran: the thread's `hold_count()` must equal its guards (more: the rule "left held"; fewer: "hold taken away"), another client tries the lock while a guard stands, and the count must be 0 once the thread released its guards |
 //! | `actors/release_in_flight.rs` | a lock of any kind on a name of the cases' own (sharing a channel or a slot: `l0`/`{l0}`, `{lt}a`/`{lt}b`, `lf0`/`{lf0}`, `lw0`/`{lw0}`) or of the mix, taken once or twice (a re-entry); every release request of it by the thread held back 1–2.5 s for 0.8–2.5 s (a standing rule) while the last guard is dropped; 0–2 s later the thread's next calls (`lock()`, `try_lock_for`, `try_lock`, `hold_count()`, a re-entry, the other guard's `unlock()` and a re-take: 30 % at the worst moment, the unlock past 1 s after the drop, just after the path healed, the re-take before the first request runs) while the release worker runs; the summary counts them ("releases in flight") |
 //! | `actors/undo_in_flight.rs` | the next request naming a lock of any kind with the thread's field held back 0.9–2.5 s (the pool's retry takes the lock, an undo follows the late request), the guard given back at once (mostly dropped), then `try_lock()` again and again, `lock()`, `try_lock_for`, `hold_count()` while the request waits; the summary counts them ("undos in flight") |
+//! | `owners.rs` | holders that are not threads: an owner's one actor id and shared op numbers (`OwnerLog`), its guards on any thread (`OwnerHeld`), faults on its next request or release (matched by the lock's key and the owner's field), when its held-back requests have run (`Quiet`) |
+//! | `owners/crew.rs` | one owner from 2–4 threads of a slot's client, in rounds of 0.5–1.8 s on one or two focus locks: every kind and form (`lock()` only as a re-entry), re-entries, guards sent to sibling threads through channels and released there, a standing rule on the owner's requests now and then; at each round's end the guards are pooled, judged at rest, tried by another client's thread, and dealt out again at random; the summary counts the rounds, the owner's holds and the faults on its requests |
+//! | `owners/tasks.rs` | one owner driven by tasks on a client of its own: up to three async acquires in flight (every async form and kind), each dropped never, after 0–2 polls, 0–400 ms into a wait, or without a poll; releases by a drop, `unlock_async()`, or an `unlock_async()` dropped at once; a future parked behind another thread's hold (of its client: a direct hand-over; or another's) dropped while parked or right after the release; at each rest no waiter of its client may be parked; the summary counts the rests, the owner's holds and how futures were dropped |
+//! | `owners/executor.rs` | the checker's executor: futures polled by hand, a waker that unparks the thread |
+//! | `owners/rest.rs` | an owner at rest: its field in Redis (not through the proxy) against its live guards of each lock it touched, a fair queue entry or read-hold key left by a dropped future (the rules "left held", "hold taken away", "dropped future left"), then its `hold_count()` (the hold count rule) |
 //! | `forks.rs` | `fork()` with a client in use (child processes only); `actors.rs` arranges the last drop of a client in the forked process |
 //! | `failover.rs`, `failover/` | a separate test, `failover_safety`: Sentinel failovers that lose the replication stream for real (`link.rs`: every server known by a forwarder on 127.0.0.2 that can hold the stream back; `crash.rs`: starve the replica, `SIGKILL` the master right after an acquire or mid-operation, rejoin it empty as a replica; `topology.rs`, `actors.rs`, `tally.rs`), counting two-holder incidents with (`sync`: any incident or hold on an unreplicated write fails it) and without (`nosync`: counted and printed) `sync_replicas(1, 500 ms)`; either mode fails on a loss told `Ok`. `cluster.rs`: the same on a 3+3 Cluster with `CLUSTER FAILOVER FORCE` (no sync: not combinable). `live`: the master's link shuts the sentinels out, they replace it while it serves on, and one actor starts a new client per section; a client that does not follow `+switch-master` leaves holders on the old master told `Ok`. `REDHOLD_MODEL_FAILOVER=sync\|nosync\|cluster\|live\|all` (default all, side by side, each until 3 failovers: ~20 s); `REDHOLD_MODEL_FAILOVER_SECS=<s>` for the long runs |
 //! | `remains.rs` | the scan of Redis right after each shutdown; each thread's library thread number |
@@ -118,6 +134,7 @@ mod leftovers;
 mod model;
 mod ops;
 mod oracle;
+mod owners;
 mod remains;
 mod report;
 mod rng;

@@ -10,9 +10,10 @@
 //! returning `LockLost`), the client being shut down, and a `force_unlock`
 //! of the lock.
 //!
-//! A *session* is a stretch in which one thread of one client holds a lock
-//! at least once (re-entries included): Redis keeps one hold count for it,
-//! so a disturbance anywhere in a session may affect all its holds.
+//! A *session* is a stretch in which one thread (or owner) of one client
+//! holds a lock at least once (re-entries included, from any of an owner's
+//! threads): Redis keeps one hold count for it, so a disturbance anywhere
+//! in a session may affect all its holds.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

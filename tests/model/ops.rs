@@ -843,7 +843,7 @@ fn shared_channel_target(rng: &mut Rng) -> Target {
 }
 
 /// A random lock of a random kind (a multi-lock over 2 or 3 plain names).
-fn any_target(rng: &mut Rng) -> Target {
+pub(crate) fn any_target(rng: &mut Rng) -> Target {
     let kind = rng.weighted(&[
         (16, Kind::Plain),
         (12, Kind::Fair),

@@ -3,7 +3,7 @@
 //!
 //! | check | rule | excused by |
 //! |---|---|---|
-//! | two holders | valid intervals of different holders on one name never overlap (readers may share) | a server restart in either session (documented: no persistence); a hold that was reported lost under a stall |
+//! | two holders | valid intervals of different holders (a thread of a client; an owner, whichever of its threads or tasks took the hold) on one name never overlap (readers may share) | a server restart in either session (documented: no persistence); a hold that was reported lost under a stall |
 //! | lost while healthy | a watched hold is never reported lost, a leased one never before its lease ran out | a stall (`DEBUG SLEEP` + [`FAULT_TAIL`](crate::config::FAULT_TAIL)), restart or force-unlock in its session; its client shut down. Killed connections excuse nothing: every command is retried at once |
 //! | fencing | a token is larger than every token handed out before its acquire was called | a restart of the server in between (documented) |
 //! | hold count | `hold_count()` / `is_held_by_current_thread()` match the held guards | leases close to their end, faults, force-unlocks, failed acquires or releases nearby |
@@ -15,8 +15,9 @@
 //! | release after shutdown | a release (`unlock()`, `Lock::unlock`) sent after its client's `shutdown()` returned does not say `Ok` | none (red locks are left out) |
 //! | unlock of a guarded lock | `Lock::unlock()` by a thread that holds the lock only through live guards answers `NotHeld` and leaves the hold (flagged by the actor, see `actors::UNLOCK_GUARDED`) | none |
 //! | late member kept | once a multi-lock's or RedLock's member acquire that a stalled server ran late (after the call gave up on it) has run, the thread's `hold_count()` of that member is 0 when it holds no guard of it: the undo behind the late request gave it back (flagged by the actor, see `actors/stalled_member.rs`) | a fault on the main server around the case |
-//! | left held | once every request an in-flight case held back has run (a release, or an acquire and the undo behind it), the thread's `hold_count()` of the lock is not above the guards it holds of it, and 0 once it released them: no hold is left that no guard stands for (flagged by the actor, see `actors/in_flight.rs`) | a fault on the main server around the case |
-//! | hold taken away | then, the thread's `hold_count()` is not below its guards either: no late request took a newer hold (flagged likewise) | a fault on the main server around the case; a force-unlock of the lock |
+//! | left held | once every request an in-flight case held back has run (a release, or an acquire and the undo behind it), the thread's `hold_count()` of the lock is not above the guards it holds of it, and 0 once it released them: no hold is left that no guard stands for (flagged by the actor, see `actors/in_flight.rs`); likewise an owner's field in Redis once the owner rests (`owners/rest.rs`: its count against every guard of it, whichever thread or task holds them) | a fault on the main server around the case |
+//! | hold taken away | then, the thread's `hold_count()` (an owner's field at rest) is not below its guards either: no late request took a newer hold (flagged likewise) | a fault on the main server around the case; a force-unlock of the lock |
+//! | dropped future left | once an owner driven by tasks rests (no future in flight, every request held back run), a future of its dropped since the last rest left nothing: its owner's field counts no more than the owner's guards, no fair queue entry or read-hold key of it, no waiter of its client parked (flagged by the actor, see `owners/rest.rs`, `owners/tasks.rs`). An owner driven from threads is judged at rest by "left held" and "hold taken away" | a fault on the main server around the case; for a waiter still parked (leaving the line is the client's own business) only a stall or restart of the main server just before |
 //! | fork | a forked process's calls fail with `ForkedProcess`, it exits cleanly, and dropping every handle of a client it inherited leaves the parent's pub/sub connection alone (no reconnect) | a fault around it (for the reconnect only) |
 //!
 //! Every breach becomes a [`Violation`]; every excused one is counted.
@@ -142,6 +143,26 @@ pub(crate) fn judge(m: &Model) -> Verdict {
                 continue;
             }
             (Class::Liveness, "late member kept")
+        } else if text.starts_with(crate::owners::DROPPED_PARKED) {
+            let stalled = m.faults.iter().any(|f| {
+                f.server == 0
+                    && f.may_lose_locks()
+                    && f.start < *at
+                    && f.tail() + crate::owners::REST_BOUND > *at
+            });
+            if stalled {
+                v.excuse("dropped future parked: a stall or restart of the main server");
+                continue;
+            }
+            (Class::Liveness, "dropped future left")
+        } else if text.starts_with(crate::owners::DROPPED_LEFT) {
+            match in_flight_excuse(m, *at, *actor, true) {
+                Some(reason) => {
+                    v.excuse(reason);
+                    continue;
+                }
+                None => (Class::Liveness, "dropped future left"),
+            }
         } else if let Some(left) = in_flight_flag(text) {
             match in_flight_excuse(m, *at, *actor, left) {
                 Some(reason) => {
@@ -1129,6 +1150,81 @@ mod tests {
     }
 
     #[test]
+    fn an_owner_is_one_holder_whichever_thread_records_its_holds() {
+        // The owner's holds from two of its threads overlap: one holder.
+        let mut s = Script::new();
+        s.hold(7, Kind::Plain, "p0", 0, 0, 300, "dropped", 0);
+        s.hold(7, Kind::Plain, "p0", 0, 100, 200, "ok", 0);
+        assert!(s.judge().violations.is_empty());
+        // A thread of the same client is another holder.
+        s.hold(3, Kind::Plain, "p0", 0, 220, 280, "ok", 0);
+        assert_eq!(rules(&s.judge()), ["two holders"]);
+    }
+
+    #[test]
+    fn a_dropped_future_that_left_something_is_reported_unless_a_fault_was_near() {
+        let flag = |s: &mut Script, ms: u64| {
+            s.at(
+                ms,
+                Event::Flag {
+                    actor: 2000,
+                    text: format!(
+                        "{} the owner's field in plain p1 counts 1 hold(s)",
+                        crate::owners::DROPPED_LEFT
+                    ),
+                },
+            );
+        };
+        let mut s = Script::new();
+        flag(&mut s, 9000);
+        assert_eq!(rules(&s.judge()), ["dropped future left"]);
+        // A waiter left parked: a killed connection excuses nothing.
+        let parked = |s: &mut Script, ms: u64| {
+            s.at(
+                ms,
+                Event::Flag {
+                    actor: 2000,
+                    text: format!("{} 1 waiter(s) still parked", crate::owners::DROPPED_PARKED),
+                },
+            );
+        };
+        let mut s = Script::new();
+        s.at(
+            8000,
+            Event::FaultStart {
+                server: 0,
+                kind: "kill-normal".into(),
+            },
+        )
+        .at(
+            8100,
+            Event::FaultEnd {
+                server: 0,
+                kind: "kill-normal".into(),
+            },
+        );
+        parked(&mut s, 9000);
+        assert_eq!(rules(&s.judge()), ["dropped future left"]);
+        let mut s = Script::new();
+        s.at(
+            6000,
+            Event::FaultStart {
+                server: 0,
+                kind: "kill-normal".into(),
+            },
+        )
+        .at(
+            6100,
+            Event::FaultEnd {
+                server: 0,
+                kind: "kill-normal".into(),
+            },
+        );
+        flag(&mut s, 9000);
+        assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
     fn an_in_flight_count_off_the_guards_is_reported_unless_excused() {
         let count = |s: &mut Script, ms: u64, word: &str| {
             s.at(ms, Event::Probe { actor: 1 })
@@ -1207,5 +1303,51 @@ mod tests {
         );
         count(&mut s, 9000, crate::actors::LEFT_HELD);
         assert!(s.judge().violations.is_empty());
+    }
+
+    #[test]
+    fn a_leased_readers_field_kept_by_other_readers_is_not_left_by_shutdown() {
+        // Actor 1's leased read hold outlives its client's shutdown (its
+        // drop sends nothing), and its lease ends long before the scan; its
+        // field stays in the hash only if another reader keeps the hash.
+        let scenario = |other_reader: bool| {
+            let mut s = Script::new();
+            s.at(
+                0,
+                Event::Actor {
+                    actor: 1,
+                    label: "c1#0.t0".into(),
+                },
+            )
+            .at(0, Event::Tid { actor: 1, tid: 7 });
+            s.hold(1, Kind::Read, "w0", 300, 0, 500, "dropped", 0);
+            if other_reader {
+                s.hold(2, Kind::Read, "w0", 0, 100, 9000, "ok", 0);
+            }
+            s.at(
+                400,
+                Event::ClientDown {
+                    client: "c1#0".into(),
+                },
+            )
+            .at(
+                3000,
+                Event::ClientGone {
+                    client: "c1#0".into(),
+                },
+            )
+            .at(
+                3000,
+                Event::Remains {
+                    client: "c1#0".into(),
+                    server: 0,
+                    name: "w0".into(),
+                    tids: "7".into(),
+                },
+            );
+            s.judge()
+        };
+        assert_eq!(rules(&scenario(true)), Vec::<&str>::new());
+        assert_eq!(rules(&scenario(false)), ["left by shutdown"]);
     }
 }

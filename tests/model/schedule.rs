@@ -25,6 +25,7 @@ use crate::joins;
 use crate::leftovers;
 use crate::model::Model;
 use crate::oracle::{self, Class, Violation};
+use crate::owners;
 use crate::report;
 use crate::rng::Rng;
 use crate::support::{server_version, RedisServer};
@@ -36,6 +37,9 @@ const DUMP_ENV: &str = "REDHOLD_MODEL_DUMP";
 
 /// Servers per schedule: the main one, and two more for red locks.
 const SERVERS: usize = 3;
+
+/// The owner driven by tasks, on client slot `p0.a0` of its own.
+const TASKS_LABEL: &str = "p0.a0.o0";
 
 /// What a schedule found.
 #[derive(Debug)]
@@ -97,6 +101,9 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
                 .unwrap_or_else(|e| panic!("model: cannot build client p0.c{c}: {e}"))
         })
         .collect();
+    // The owners' own client: only its task thread uses it.
+    let tasks_slot = ClientSlot::open("p0.a0", &urls, &prefix, &recorder)
+        .unwrap_or_else(|e| panic!("model: cannot build client p0.a0: {e}"));
     let mut crew = Vec::new();
     // Before the run phase's start below: a little early.
     let stops_at = Instant::now() + spec.run_for;
@@ -116,6 +123,42 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             }));
         }
     }
+    // One owner driven from threads of one of the slots' clients, one
+    // driven by tasks on a client of its own (`owners.rs`).
+    let crew_slot = Rng::stream(spec.seed, 20_000).below(slots.len() as u64) as usize;
+    let crew_label = format!("p0.c{crew_slot}.o0");
+    crew.push(owners::spawn_crew(owners::CrewSpec {
+        id: owners::CREW_ACTOR,
+        label: crew_label.clone(),
+        seed: spec.seed,
+        slot: Arc::clone(&slots[crew_slot]),
+        others: slots
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| *c != crew_slot)
+            .map(|(_, s)| Arc::clone(s))
+            .collect(),
+        recorder: recorder.clone(),
+        interrupts: Arc::clone(&interrupts),
+        stop: Arc::clone(&stop),
+        stops_at,
+        proxy: Some(proxy.arming()),
+        direct: server_urls[0].clone(),
+    }));
+    crew.push(owners::spawn_tasks(owners::TasksSpec {
+        id: owners::TASKS_ACTOR,
+        label: TASKS_LABEL.into(),
+        seed: spec.seed,
+        slot: Arc::clone(&tasks_slot),
+        others: slots.clone(),
+        recorder: recorder.clone(),
+        interrupts: Arc::clone(&interrupts),
+        stop: Arc::clone(&stop),
+        stops_at,
+        proxy: Some(proxy.arming()),
+        direct: server_urls[0].clone(),
+    }));
+    let slots: Vec<Arc<ClientSlot>> = slots.into_iter().chain([tasks_slot]).collect();
     let collector = mode
         .children
         .then(|| crate::wire::Collector::start(Arc::clone(&history)));
@@ -286,7 +329,9 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
          ending otherwise [{}], probes {} checked/{} skipped, faults [{}], proxy [{}], direct hand-overs \
          in this process {}, courtesy pauses {}, shutdowns scanned {} (hashes with fields {}, \
          thread numbers known {}), long leases {}, forks dropping a client {}, partitioned \
-         releases {}, stalled members {}, releases in flight {}, undos in flight {}, {} \
+         releases {}, stalled members {}, releases in flight {}, undos in flight {}, owner rounds {} \
+         ({} holds of the owner on threads, {} faults on its requests), async rests {} ({} holds \
+         of the owner on tasks, {} faults on its requests, futures dropped [{}]), {} \
          violation(s); \
          excused: {}",
         spec.index,
@@ -328,6 +373,19 @@ pub(crate) fn run(spec: &Spec) -> Outcome {
             .iter()
             .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(actors::UNDO_IN_FLIGHT)))
             .count(),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::OWNER_ROUND)))
+            .count(),
+        model.holds_of(owners::CREW_ACTOR).count(),
+        owner_faults(&events, &crew_label),
+        events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Note { text } if text.contains(owners::ASYNC_REST)))
+            .count(),
+        model.holds_of(owners::TASKS_ACTOR).count(),
+        owner_faults(&events, TASKS_LABEL),
+        dropped_futures(&events),
         violations.len(),
         excused
     );
@@ -483,6 +541,33 @@ fn hung_calls(model: &Model, events: &[Stamped], title: &str) -> Vec<String> {
     }
     lines.sort();
     lines
+}
+
+/// The faults the proxy did to the requests of the owner labelled `label`.
+fn owner_faults(events: &[Stamped], label: &str) -> usize {
+    let start = format!("{label}: {}", owners::OWNER_FAULT);
+    events
+        .iter()
+        .filter(|e| matches!(&e.event, Event::Note { text } if text.starts_with(&start)))
+        .count()
+}
+
+/// How the task thread's dropped futures were dropped: `dropped-parked 4,
+/// dropped-pending 12, …`.
+fn dropped_futures(events: &[Stamped]) -> String {
+    let mut counts: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for e in events {
+        if let Event::Miss { actor, outcome, .. } = &e.event {
+            if *actor == owners::TASKS_ACTOR && outcome.starts_with("dropped") {
+                *counts.entry(outcome.as_str()).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .iter()
+        .map(|(how, n)| format!("{how} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `client UUID → client tag`, for naming the owners of leftover keys.

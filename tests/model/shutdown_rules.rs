@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use crate::config::FAULT_TAIL;
 use crate::history::ActorId;
-use crate::model::{process_of, Model, Remain};
+use crate::model::{process_of, Model, Remain, Session};
 use crate::oracle::{Class, Verdict, Violation};
 use crate::report;
-use crate::targets::Kind;
+use crate::targets::{Kind, Mode};
 
 /// How long before a scan a failed acquire may have left a hold it took in
 /// Redis (the longest lease an actor asks for, with slack).
@@ -45,11 +45,24 @@ fn accounted(m: &Model, actor: ActorId, r: &Remain) -> bool {
     // A guard that came out clearly after the shutdown began was not alive
     // at the shutdown: it accounts for nothing (its hold is the trace).
     let alive_at_shutdown = down + crate::actors::AFTER_SHUTDOWN_MARGIN;
-    let lingers = m.sessions.get(&r.name).into_iter().flatten().any(|s| {
+    let sessions = || m.sessions.get(&r.name).into_iter().flatten();
+    // A reader's field outlives its hold while other read holds keep the
+    // hash (docs/lock-kinds.md: a dead reader's field stays until the hash
+    // expires or the last live reader leaves; it no longer counts).
+    let kept_by_readers = |s: &Session| {
+        s.mode == Mode::Read
+            && sessions().any(|o| {
+                o.mode == Mode::Read
+                    && (o.actor != s.actor || o.client != s.client)
+                    && o.start < s.busy_until
+                    && o.busy_until > r.scan
+            })
+    };
+    let lingers = sessions().any(|s| {
         s.actor == actor
             && s.client == r.client
             && s.start < r.at
-            && s.busy_until > r.scan
+            && (s.busy_until > r.scan || kept_by_readers(s))
             && m.holds_of(actor).any(|h| {
                 h.client == r.client
                     && h.names.contains(&r.name)

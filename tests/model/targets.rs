@@ -1,13 +1,16 @@
 //! What actors lock: the lock kinds, their few names (so contention is
 //! high), the acquire methods, and one guard type over every kind.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use redhold::{
-    Client, Error, Fair, Fenced, Lock, LockGuard, LockKind, MemberGuard, MultiLock, MultiLockGuard,
-    MultiMember, Read, RedLock, RedLockGuard, Reentrant, Spin, Write,
+    Client, Error, Fair, Fenced, Holding, Lock, LockGuard, LockKind, MemberGuard, MultiLock,
+    MultiLockGuard, MultiMember, Owner, Read, RedLock, RedLockGuard, Reentrant, Spin, ThisThread,
+    UnlockFuture, Write,
 };
 
 use crate::actors::Interrupter;
@@ -210,6 +213,23 @@ impl Method {
         }
     }
 
+    /// The async form's call as code, e.g. `try_lock_for_async(200ms)`
+    /// (an interruptible call has none: its plain form).
+    pub(crate) fn async_label(self) -> String {
+        let ms = |d: Duration| format!("{}ms", d.as_millis());
+        match self {
+            Method::Lock | Method::Interruptibly(_) => "lock_async()".into(),
+            Method::LockLease(l) | Method::InterruptiblyLease(_, l) => {
+                format!("lock_with_lease_async({})", ms(l))
+            }
+            Method::TryLock => "try_lock_async()".into(),
+            Method::TryFor(w) => format!("try_lock_for_async({})", ms(w)),
+            Method::TryForLease(w, l) => {
+                format!("try_lock_for_with_lease_async({}, {})", ms(w), ms(l))
+            }
+        }
+    }
+
     /// The call as code, e.g. `try_lock_for_with_lease(0ms, 200ms)`.
     pub(crate) fn label(self) -> String {
         let ms = |d: Duration| format!("{}ms", d.as_millis());
@@ -347,20 +367,67 @@ fn write(c: &Client, n: String) -> Lock<Write> {
     c.read_write_lock(n).write()
 }
 
-/// A held guard of any kind.
+/// Who an acquire holds for: the calling thread ([`Me`]) or an [`Owner`]
+/// (`owners.rs`), whose handles are the same locks made `for_owner`.
+pub(crate) trait Who: Copy {
+    /// The library's holder type.
+    type H: Holding;
+    fn lock<K: LockKind>(self, lock: Lock<K>) -> Lock<K, Self::H>;
+    fn multi(self, multi: MultiLock) -> MultiLock<Self::H>;
+    fn red(self, red: RedLock) -> RedLock<Self::H>;
+}
+
+/// The calling thread as the holder.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Me;
+
+impl Who for Me {
+    type H = ThisThread;
+
+    fn lock<K: LockKind>(self, lock: Lock<K>) -> Lock<K> {
+        lock
+    }
+
+    fn multi(self, multi: MultiLock) -> MultiLock {
+        multi
+    }
+
+    fn red(self, red: RedLock) -> RedLock {
+        red
+    }
+}
+
+impl Who for Owner {
+    type H = Owner;
+
+    fn lock<K: LockKind>(self, lock: Lock<K>) -> Lock<K, Owner> {
+        lock.for_owner(self)
+    }
+
+    fn multi(self, multi: MultiLock) -> MultiLock<Owner> {
+        multi.for_owner(self)
+    }
+
+    fn red(self, red: RedLock) -> RedLock<Owner> {
+        red.for_owner(self)
+    }
+}
+
+/// A held guard of any kind, of a thread (`H` = [`ThisThread`]) or of an
+/// owner (`Send`).
 #[derive(Debug)]
-pub(crate) enum AnyGuard {
-    Plain(LockGuard<Reentrant>),
-    Fair(LockGuard<Fair>),
-    Fenced(LockGuard<Fenced>),
-    Spin(LockGuard<Spin>),
-    Read(LockGuard<Read>),
-    Write(LockGuard<Write>),
-    Multi(MultiLockGuard),
-    Red(RedLockGuard),
+pub(crate) enum AnyGuard<H: Holding = ThisThread> {
+    Plain(LockGuard<Reentrant, H>),
+    Fair(LockGuard<Fair, H>),
+    Fenced(LockGuard<Fenced, H>),
+    Spin(LockGuard<Spin, H>),
+    Read(LockGuard<Read, H>),
+    Write(LockGuard<Write, H>),
+    Multi(MultiLockGuard<H>),
+    Red(RedLockGuard<H>),
     /// One lock of a multi-lock over several kinds, split off its set
     /// (`MultiLockGuard::into_guards`): judged as a hold of its own kind.
-    Member(MemberGuard),
+    Member(MemberGuard<H>),
 }
 
 /// Runs `$body` with `$g` bound to the guard, whatever its kind.
@@ -380,7 +447,7 @@ macro_rules! each_guard {
     };
 }
 
-impl AnyGuard {
+impl<H: Holding> AnyGuard<H> {
     /// The guard's own belief that it holds the lock.
     pub(crate) fn is_held(&self) -> bool {
         each_guard!(self, g => g.is_held())
@@ -402,7 +469,7 @@ impl AnyGuard {
 
     /// Gives the hold up without releasing it (single-name kinds only);
     /// hands the guard back when the kind cannot leak.
-    pub(crate) fn leak(self) -> Result<(), AnyGuard> {
+    pub(crate) fn leak(self) -> Result<(), AnyGuard<H>> {
         match self {
             AnyGuard::Plain(g) => g.leak(),
             AnyGuard::Fair(g) => g.leak(),
@@ -417,11 +484,11 @@ impl AnyGuard {
 }
 
 /// Calls `method` on one lock.
-fn take<K: LockKind>(
-    lock: &Lock<K>,
+fn take<K: LockKind, H: Holding>(
+    lock: &Lock<K, H>,
     method: Method,
     interrupts: &Interrupter,
-) -> redhold::Result<Option<LockGuard<K>>> {
+) -> redhold::Result<Option<LockGuard<K, H>>> {
     match method {
         Method::Lock => lock.lock().map(Some),
         Method::LockLease(lease) => lock.lock_with_lease(lease).map(Some),
@@ -441,11 +508,11 @@ fn take<K: LockKind>(
 }
 
 /// Calls `method` on a multi-lock (an interruptible call has no lease).
-fn take_multi(
-    multi: &MultiLock,
+fn take_multi<H: Holding>(
+    multi: &MultiLock<H>,
     method: Method,
     interrupts: &Interrupter,
-) -> redhold::Result<Option<MultiLockGuard>> {
+) -> redhold::Result<Option<MultiLockGuard<H>>> {
     match method {
         Method::Lock => multi.lock().map(Some),
         Method::LockLease(lease) => multi.lock_with_lease(lease).map(Some),
@@ -466,22 +533,49 @@ pub(crate) fn acquire(
     method: Method,
     interrupts: &Interrupter,
 ) -> redhold::Result<Option<AnyGuard>> {
+    acquire_as(set, target, method, interrupts, Me)
+}
+
+/// [`acquire`] for `who`: the calling thread or an owner.
+pub(crate) fn acquire_as<W: Who>(
+    set: &ClientSet,
+    target: &Target,
+    method: Method,
+    interrupts: &Interrupter,
+    who: W,
+) -> redhold::Result<Option<AnyGuard<W::H>>> {
     let name = target.names[0];
     match target.kind {
-        Kind::Plain => Ok(take(&set.lock(name, plain), method, interrupts)?.map(AnyGuard::Plain)),
-        Kind::Fair => Ok(take(&set.lock(name, fair), method, interrupts)?.map(AnyGuard::Fair)),
-        Kind::Fenced => {
-            Ok(take(&set.lock(name, fenced), method, interrupts)?.map(AnyGuard::Fenced))
+        Kind::Plain => {
+            let lock = who.lock(set.lock(name, plain));
+            Ok(take(&lock, method, interrupts)?.map(AnyGuard::Plain))
         }
-        Kind::Spin => Ok(take(&set.lock(name, spin), method, interrupts)?.map(AnyGuard::Spin)),
-        Kind::Read => Ok(take(&set.lock(name, read), method, interrupts)?.map(AnyGuard::Read)),
-        Kind::Write => Ok(take(&set.lock(name, write), method, interrupts)?.map(AnyGuard::Write)),
+        Kind::Fair => {
+            let lock = who.lock(set.lock(name, fair));
+            Ok(take(&lock, method, interrupts)?.map(AnyGuard::Fair))
+        }
+        Kind::Fenced => {
+            let lock = who.lock(set.lock(name, fenced));
+            Ok(take(&lock, method, interrupts)?.map(AnyGuard::Fenced))
+        }
+        Kind::Spin => {
+            let lock = who.lock(set.lock(name, spin));
+            Ok(take(&lock, method, interrupts)?.map(AnyGuard::Spin))
+        }
+        Kind::Read => {
+            let lock = who.lock(set.lock(name, read));
+            Ok(take(&lock, method, interrupts)?.map(AnyGuard::Read))
+        }
+        Kind::Write => {
+            let lock = who.lock(set.lock(name, write));
+            Ok(take(&lock, method, interrupts)?.map(AnyGuard::Write))
+        }
         Kind::Multi => {
-            let guard = take_multi(&set.multi(&target.names), method, interrupts)?;
+            let guard = take_multi(&who.multi(set.multi(&target.names)), method, interrupts)?;
             Ok(guard.map(AnyGuard::Multi))
         }
         Kind::Red => {
-            let red = set.red(name);
+            let red = who.red(set.red(name));
             let guard = match method {
                 Method::Lock => red.lock().map(Some),
                 Method::LockLease(lease) => red.lock_with_lease(lease).map(Some),
@@ -494,6 +588,129 @@ pub(crate) fn acquire(
                 }
             }?;
             Ok(guard.map(AnyGuard::Red))
+        }
+    }
+}
+
+/// An owner's async acquire, boxed, its guard as an [`AnyGuard`]: the
+/// library's future is made at once (its first step is queued then), and
+/// dropping this drops it.
+pub(crate) type AcquireFuture =
+    Pin<Box<dyn Future<Output = redhold::Result<Option<AnyGuard<Owner>>>> + Send>>;
+
+/// The async form of `method` on one lock of `owner` (an interruptible
+/// call has none: its plain form).
+fn take_async<K: LockKind>(
+    lock: Lock<K, Owner>,
+    method: Method,
+    wrap: fn(LockGuard<K, Owner>) -> AnyGuard<Owner>,
+) -> AcquireFuture {
+    match method {
+        Method::Lock | Method::Interruptibly(_) => {
+            let f = lock.lock_async();
+            Box::pin(async move { f.await.map(|g| Some(wrap(g))) })
+        }
+        Method::LockLease(lease) | Method::InterruptiblyLease(_, lease) => {
+            let f = lock.lock_with_lease_async(lease);
+            Box::pin(async move { f.await.map(|g| Some(wrap(g))) })
+        }
+        Method::TryLock => {
+            let f = lock.try_lock_async();
+            Box::pin(async move { f.await.map(|g| g.map(wrap)) })
+        }
+        Method::TryFor(wait) => {
+            let f = lock.try_lock_for_async(wait);
+            Box::pin(async move { f.await.map(|g| g.map(wrap)) })
+        }
+        Method::TryForLease(wait, lease) => {
+            let f = lock.try_lock_for_with_lease_async(wait, lease);
+            Box::pin(async move { f.await.map(|g| g.map(wrap)) })
+        }
+    }
+}
+
+/// `owner`'s async acquire of `target` with the async form of `method`
+/// (see [`Method::async_label`]).
+pub(crate) fn acquire_async(
+    set: &ClientSet,
+    target: &Target,
+    method: Method,
+    owner: Owner,
+) -> AcquireFuture {
+    let name = target.names[0];
+    match target.kind {
+        Kind::Plain => take_async(owner.lock(set.lock(name, plain)), method, AnyGuard::Plain),
+        Kind::Fair => take_async(owner.lock(set.lock(name, fair)), method, AnyGuard::Fair),
+        Kind::Fenced => take_async(owner.lock(set.lock(name, fenced)), method, AnyGuard::Fenced),
+        Kind::Spin => take_async(owner.lock(set.lock(name, spin)), method, AnyGuard::Spin),
+        Kind::Read => take_async(owner.lock(set.lock(name, read)), method, AnyGuard::Read),
+        Kind::Write => take_async(owner.lock(set.lock(name, write)), method, AnyGuard::Write),
+        Kind::Multi => {
+            let multi = owner.multi(set.multi(&target.names));
+            match method {
+                Method::Lock | Method::Interruptibly(_) => {
+                    let f = multi.lock_async();
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Multi(g))) })
+                }
+                Method::LockLease(lease) | Method::InterruptiblyLease(_, lease) => {
+                    let f = multi.lock_with_lease_async(lease);
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Multi(g))) })
+                }
+                Method::TryLock => {
+                    let f = multi.try_lock_async();
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Multi)) })
+                }
+                Method::TryFor(wait) => {
+                    let f = multi.try_lock_for_async(wait);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Multi)) })
+                }
+                Method::TryForLease(wait, lease) => {
+                    let f = multi.try_lock_for_with_lease_async(wait, lease);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Multi)) })
+                }
+            }
+        }
+        Kind::Red => {
+            let red = owner.red(set.red(name));
+            match method {
+                Method::Lock | Method::Interruptibly(_) => {
+                    let f = red.lock_async();
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Red(g))) })
+                }
+                Method::LockLease(lease) | Method::InterruptiblyLease(_, lease) => {
+                    let f = red.lock_with_lease_async(lease);
+                    Box::pin(async move { f.await.map(|g| Some(AnyGuard::Red(g))) })
+                }
+                Method::TryLock => {
+                    let f = red.try_lock_async();
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Red)) })
+                }
+                Method::TryFor(wait) => {
+                    let f = red.try_lock_for_async(wait);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Red)) })
+                }
+                Method::TryForLease(wait, lease) => {
+                    let f = red.try_lock_for_with_lease_async(wait, lease);
+                    Box::pin(async move { f.await.map(|g| g.map(AnyGuard::Red)) })
+                }
+            }
+        }
+    }
+}
+
+impl AnyGuard<Owner> {
+    /// The async release: `unlock_async()` of a single lock's or a
+    /// RedLock's guard; a multi-lock's guard has none (handed back).
+    pub(crate) fn unlock_async(self) -> Result<UnlockFuture, AnyGuard<Owner>> {
+        match self {
+            AnyGuard::Plain(g) => Ok(g.unlock_async()),
+            AnyGuard::Fair(g) => Ok(g.unlock_async()),
+            AnyGuard::Fenced(g) => Ok(g.unlock_async()),
+            AnyGuard::Spin(g) => Ok(g.unlock_async()),
+            AnyGuard::Read(g) => Ok(g.unlock_async()),
+            AnyGuard::Write(g) => Ok(g.unlock_async()),
+            AnyGuard::Red(g) => Ok(g.unlock_async()),
+            other => Err(other),
         }
     }
 }
@@ -607,6 +824,65 @@ pub(crate) fn hold_count(
         Kind::Write => ask(set.lock(name, write), as_bool),
         Kind::Red => ask(set.lock(name, plain), as_bool),
     }
+}
+
+/// `hold_count()` of `owner` on lock `name` of a single-name `kind` (a
+/// multi-lock's or RedLock's: the plain lock of that name on the main
+/// server), asked through the set's main client.
+pub(crate) fn owner_hold_count(
+    set: &ClientSet,
+    kind: Kind,
+    name: &str,
+    owner: Owner,
+) -> redhold::Result<u32> {
+    fn ask<K: LockKind>(lock: Lock<K>, owner: Owner) -> redhold::Result<u32> {
+        lock.for_owner(owner).hold_count()
+    }
+    match kind {
+        Kind::Plain | Kind::Multi | Kind::Red => ask(set.lock(name, plain), owner),
+        Kind::Fair => ask(set.lock(name, fair), owner),
+        Kind::Fenced => ask(set.lock(name, fenced), owner),
+        Kind::Spin => ask(set.lock(name, spin), owner),
+        Kind::Read => ask(set.lock(name, read), owner),
+        Kind::Write => ask(set.lock(name, write), owner),
+    }
+}
+
+/// `owner`'s holder field in lock `name` of a single-name `kind`, as the
+/// set's main client writes it (`<uuid>:<owner id>`, a writer's with
+/// `:write`): the fault proxy matches the owner's requests by it, and the
+/// checker looks for it in Redis.
+pub(crate) fn owner_holder_id(set: &ClientSet, kind: Kind, name: &str, owner: Owner) -> String {
+    match kind {
+        Kind::Fair => set.lock(name, fair).for_owner(owner).holder_id(),
+        Kind::Fenced => set.lock(name, fenced).for_owner(owner).holder_id(),
+        Kind::Spin => set.lock(name, spin).for_owner(owner).holder_id(),
+        Kind::Read => set.lock(name, read).for_owner(owner).holder_id(),
+        Kind::Write => set.lock(name, write).for_owner(owner).holder_id(),
+        _ => set.lock(name, plain).for_owner(owner).holder_id(),
+    }
+}
+
+/// A Redis name with `prefix` in front, inside the name's hash tag when it
+/// has one (`redisson_lock_queue:{name}`): where a fair lock keeps its
+/// queue and deadlines (docs/wire-format.md).
+pub(crate) fn tagged_key(prefix: &str, full: &str) -> String {
+    if full.contains('{') {
+        format!("{prefix}:{full}")
+    } else {
+        format!("{prefix}:{{{full}}}")
+    }
+}
+
+/// The start of every read-hold key of `field` in the read-write lock
+/// `full` (`{name}:<field>:rwlock_timeout:<k>`, one per read hold).
+pub(crate) fn read_hold_prefix(full: &str, field: &str) -> String {
+    let base = if full.contains('{') {
+        full.to_owned()
+    } else {
+        format!("{{{full}}}")
+    };
+    format!("{base}:{field}:rwlock_timeout:")
 }
 
 /// The calling thread's holder field in lock `name` of a single-name
