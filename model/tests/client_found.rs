@@ -41,12 +41,3 @@ fn the_give_back_of_a_cut_attempt_is_lost_with_the_late_retrys_connection() {
         &["at rest, Redis counts the holds the guards stand for"],
     );
 }
-
-#[test]
-fn a_waiter_whose_attempt_read_the_ttl_before_a_local_taking_sleeps_past_a_free_lock() {
-    counterexample(
-        "TTL read before a local taking",
-        unexcused(Known::TtlReadBeforeLocalTake, Config::handover()),
-        &["no waiter parked on a free lock with nothing on its way"],
-    );
-}

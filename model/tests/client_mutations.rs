@@ -149,6 +149,15 @@ fn a_local_taking_that_leaves_the_parked_waiters_unbounded() {
     counterexample("no bound on a local taking", cfg, &[WAITERS]);
 }
 
+/// A waiter that marks no count of its client's takings before its
+/// attempt parks on a TTL read before another waiter's taking (found by
+/// this model as `Known::TtlReadBeforeLocalTake`, fixed in 2bbaed6).
+#[test]
+fn a_waiter_without_a_take_mark_parks_on_a_ttl_read_before_a_local_taking() {
+    let cfg = mutated(ClientMutation::NoTakeMark, Config::handover());
+    counterexample("no take mark", cfg, &[WAITERS]);
+}
+
 /// An owner's rule: a release forgets its hold under the lane's turn,
 /// never before it (b67e84d). Forgotten as it begins, the other thread's
 /// re-entry, on the turn, counts one hold twice and gives it back.

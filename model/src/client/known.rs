@@ -9,8 +9,8 @@
 //! Fixed so far, and mirrored (each now a [`super::ClientMutation`]): a
 //! lost acquire reply before a late retry (42393ed,
 //! `UndoIgnoresCutAttempts`), a wake-up taken by another waiter
-//! (0d18fa5, `NoBoundOnLocalTake`). The two below are what those fixes
-//! leave.
+//! (0d18fa5, `NoBoundOnLocalTake`), a TTL read before a local taking
+//! (`TtlReadBeforeLocalTake`, 2bbaed6, `NoTakeMark`).
 
 /// A defect the model found in the library as built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,15 +25,9 @@ pub enum Known {
     /// nothing gives them back: a hold with no guard until its lease or
     /// watchdog timeout runs out.
     CutAttemptsUndoLost,
-    /// A local taking of the lock bounds the waiters parked at that moment
-    /// (`Waiters::bound_parked`, 0d18fa5). A waiter whose attempt read the
-    /// old holder's TTL before the release, its reply still on its way,
-    /// parks after the taking on that TTL, unbounded: when the new hold
-    /// expires unannounced, it sleeps past a free lock.
-    TtlReadBeforeLocalTake,
 }
 
 impl Known {
     /// Every known defect.
-    pub const ALL: &'static [Known] = &[Known::CutAttemptsUndoLost, Known::TtlReadBeforeLocalTake];
+    pub const ALL: &'static [Known] = &[Known::CutAttemptsUndoLost];
 }

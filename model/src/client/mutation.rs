@@ -53,6 +53,14 @@ pub enum ClientMutation {
     /// unannounced, they sleep on past a free lock (found by this model
     /// in the library as built, fixed in 0d18fa5).
     NoBoundOnLocalTake,
+    /// A waiter marks no count of its client's takings before its
+    /// attempts, and a taking does not disturb the channel (`wait.rs`
+    /// before 2bbaed6: no `take_mark`, `bound_parked` without
+    /// `disturbed`): a waiter whose attempt read the TTL before another
+    /// waiter of its client took the lock parks on that stale TTL,
+    /// unbounded (`Known::TtlReadBeforeLocalTake`, found by this model in
+    /// the library as built, fixed in 2bbaed6).
+    NoTakeMark,
     /// A release forgets its hold as it begins, before it has the lane's
     /// turn (`release.rs` before b67e84d: `release_one` ahead of
     /// `lanes.enter`): another thread of the owner, whose step holds the
@@ -76,5 +84,6 @@ impl ClientMutation {
         ClientMutation::UndoIgnoresCutAttempts,
         ClientMutation::NoBoundOnLocalTake,
         ClientMutation::ReleaseForgetsBeforeTurn,
+        ClientMutation::NoTakeMark,
     ];
 }

@@ -118,6 +118,11 @@ pub struct Client {
     /// Wake-ups kept for waiters about to park (`Waiters::permits`): at
     /// most one per waiter that joined.
     pub permits: u8,
+    /// Ticks until the TTL its last local taking of the lock set ends
+    /// (`Waiters::last_take_ends`; 0 once passed): read by a waiter that
+    /// parks after a taking since its mark. Forgotten (0) while no mark
+    /// can read it (see `normalize`).
+    pub last_take: u8,
     /// Its subscriber listens on the lock's channel: from the first
     /// waiter's join until a tick after the last one left (the channel
     /// lingers, `pubsub/registry.rs`).

@@ -132,6 +132,8 @@ pub fn tick(cfg: &Config, s: &mut State) {
         if let Some((_, st)) = &mut s.clients[usize::from(c)].worker.at {
             expire(st);
         }
+        let client = &mut s.clients[usize::from(c)];
+        client.last_take = client.last_take.saturating_sub(1);
         super::pubsub::linger_over(s, c);
     }
     super::properties::count_starving(cfg, s);
