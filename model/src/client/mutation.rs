@@ -61,6 +61,20 @@ pub enum ClientMutation {
     /// unbounded (`Known::TtlReadBeforeLocalTake`, found by this model in
     /// the library as built, fixed in 2bbaed6).
     NoTakeMark,
+    /// An undo whose connection fails before its reply is settled, as
+    /// before 2bbaed6 (`entry.rs`, `settle_undo` without `resend`): what
+    /// reached the server ran, and a hold the undo did not give back (the
+    /// late attempt's, the cut attempts') stays with no guard
+    /// (`Known::CutAttemptsUndoLost`, found by this model in the library
+    /// as built, fixed in 2bbaed6).
+    NoUndoResend,
+    /// A copy of an undo sent again whose reply did not come in time is
+    /// dropped instead of kept (`late.rs`, `resend` without keeping the
+    /// late copy), so that the next settle sends another while it may
+    /// still run: the undo settles on the later copy, the thread's next
+    /// acquire goes on, and the earlier copy's release whose "nothing
+    /// above N" was not latched gives back a guarded hold.
+    UndoCopiesOverlap,
     /// A release forgets its hold as it begins, before it has the lane's
     /// turn (`release.rs` before b67e84d: `release_one` ahead of
     /// `lanes.enter`): another thread of the owner, whose step holds the
@@ -85,5 +99,7 @@ impl ClientMutation {
         ClientMutation::NoBoundOnLocalTake,
         ClientMutation::ReleaseForgetsBeforeTurn,
         ClientMutation::NoTakeMark,
+        ClientMutation::NoUndoResend,
+        ClientMutation::UndoCopiesOverlap,
     ];
 }

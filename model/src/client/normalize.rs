@@ -61,7 +61,14 @@ fn visit(clients: &mut [Client], f: &mut dyn FnMut(Ref<'_>)) {
             }
             for entry in &mut thread.lane.entries {
                 match entry {
-                    Entry::Undo { wire, .. } => f(Ref::Wire(wire)),
+                    Entry::Undo { wire, ids, .. } => {
+                        if let Some(wire) = wire {
+                            f(Ref::Wire(wire));
+                        }
+                        for id in ids {
+                            f(Ref::Id(id));
+                        }
+                    }
                     Entry::Release(p) => f(Ref::Id(&mut p.id)),
                     Entry::Shared { id, .. } => f(Ref::Id(id)),
                 }

@@ -95,11 +95,10 @@ pub fn bound_parked(cfg: &Config, s: &mut State, c: u8, ticks: u8) {
     for thread in &mut s.clients[usize::from(c)].threads {
         if let Job::Acquire(call) = &mut thread.job {
             match &mut call.at {
-                CallAt::Parked(p) => {
-                    if !p.reserved && p.woke.is_none() && bound {
-                        p.ticks = p.ticks.min(ticks);
-                    }
+                CallAt::Parked(p) if !p.reserved && p.woke.is_none() && bound => {
+                    p.ticks = p.ticks.min(ticks);
                 }
+                CallAt::Parked(_) => {}
                 // Joined and not parked: its mark was taken before this.
                 _ if call.joined && mark => call.taken_since_mark = true,
                 _ => {}

@@ -202,9 +202,17 @@ pub enum Taker {
 #[allow(missing_docs)] // Each field is named for what the variant's doc says.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Entry {
-    /// An undo written behind a late acquire on its connection; settled
-    /// by its reply, the connection failing, or its keep time's end.
-    Undo { wire: WireId, keep: u8 },
+    /// An undo written behind a late acquire on its connection (`None`
+    /// once that failed, until a copy goes: [`super::undo`]); settled by
+    /// its reply or a copy's, or its keep time's end. Its releases of
+    /// more than `above` holds, with request ids `ids`, are what a copy
+    /// sends again.
+    Undo {
+        wire: Option<WireId>,
+        keep: u8,
+        above: u8,
+        ids: Vec<ReqId>,
+    },
     /// A release, sent or not.
     Release(Pending),
     /// A hand-over's release kept on the releaser's lane (`lane`): this
