@@ -29,6 +29,8 @@ pub enum Known {
     /// (Whether `follow` fails on a connection the peer has closed depends
     /// on the socket: a write after a FIN usually succeeds, and then the
     /// undo is read, fails and is sent again; after a reset it fails.)
+    /// Not reproduced against a real server yet (no test in
+    /// `tests/faults/model_found.rs`).
     UndoCannotFollowCut,
 }
 
