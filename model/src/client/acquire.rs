@@ -53,6 +53,11 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
     let h = cfg.holder(c, t);
     match call.at.clone() {
         CallAt::Step => {
+            if call.joined {
+                // The take mark, before each attempt of the contended
+                // path (`engine/wait.rs`: `take_mark` before `try_acquire`).
+                call.taken_since_mark = false;
+            }
             if call.waits && !call.joined && call.first_busy.is_none() {
                 // The quiet mark, taken before the first try is sent, only
                 // while the client listens on the channel already.
@@ -192,7 +197,6 @@ fn reply(
         Read::Waiting => return Flow::Block,
         Read::Reply(answer) => answer,
         failed => {
-            call.missed_bound = false;
             // A reply not read whole may hide a script that ran.
             call.unsure = true;
             if failed == Read::TimedOut {
@@ -218,7 +222,6 @@ fn reply(
     call.unsure_is_late = false;
     // An answer counts what the cut attempts took (`LateRequests::answered`).
     call.cut = 0;
-    let missed_bound = std::mem::take(&mut call.missed_bound);
     if answer == Answer::HoldsGone && sent.holds_here {
         // The holds counted here are gone: their generation ends, and a
         // second request takes the lock anew. Releases of those holds
@@ -280,7 +283,7 @@ fn reply(
         }
         Answer::Busy { ticks } => {
             give_back_turn(cfg, s, c, t);
-            wait::busy(cfg, s, c, t, call, ticks, missed_bound)
+            wait::busy(cfg, s, c, t, call, ticks)
         }
         // A re-entry's reply to a plain acquire: the library reports it.
         Answer::HoldsGone => {

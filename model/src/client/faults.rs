@@ -7,8 +7,7 @@ use super::config::{Config, Fault};
 use super::job::{CallAt, Job};
 use super::known::Known;
 use super::pubsub;
-use super::server::is_undo;
-use super::state::{Entry, Lane, Request, State, WireId};
+use super::state::{Lane, Request, State, WireId};
 use crate::call::Call;
 use crate::keyspace::Keyspace;
 
@@ -131,9 +130,11 @@ fn cut_all(cfg: &Config, s: &mut State, which: impl Fn(u8, bool) -> bool) {
     }
 }
 
-/// Cuts `w`. A late acquire's connection cut before its undo ran may
-/// leave a hold nobody stands for until it expires (a documented limit):
-/// its thread is excused from the at-rest count meanwhile.
+/// Cuts `w`. An undo written behind a late acquire is sent again once
+/// its connection failed (`undo.rs`); a late acquire's connection cut
+/// before its call wrote the undo leaves, when it ran, a hold nobody
+/// stands for until it expires (`Known::UndoCannotFollowCut`): the
+/// thread is excused from the at-rest count meanwhile.
 fn cut(cfg: &Config, s: &mut State, w: WireId) {
     let c = s.wire(w).client;
     // A late acquire that never ran leaves nothing behind.
@@ -143,10 +144,6 @@ fn cut(cfg: &Config, s: &mut State, w: WireId) {
             Request::Script(Call::Acquire { .. } | Call::FencedAcquire { .. })
         )
     });
-    // ... but more than one undo on it carries the give-back of attempts
-    // cut before their reply (`undo_behind`): those holds stay.
-    let give_back_lost = s.wire(w).requests.iter().filter(|r| is_undo(r)).count() > 1
-        && cfg.excuses(Known::CutAttemptsUndoLost);
     let n = s.clients[usize::from(c)].threads.len() as u8;
     for t in 0..n {
         let thread = s.thread(c, t);
@@ -154,20 +151,9 @@ fn cut(cfg: &Config, s: &mut State, w: WireId) {
         // before the cut (the library keeps it as the timeout fires).
         let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w)
             || matches!(call.at, CallAt::Sent(send, _) if send.wire == w && send.expired));
-        let undo = thread
-            .lane
-            .entries
-            .iter()
-            .any(|e| matches!(e, Entry::Undo { wire, .. } if *wire == w));
-        if ran || give_back_lost {
-            // The thread's call counts for the field it acts for; the
-            // lane is the field's.
-            if late {
-                s.thread_mut(c, cfg.holder(c, t)).ghost.leak_excused = true;
-            }
-            if undo {
-                s.thread_mut(c, t).ghost.leak_excused = true;
-            }
+        if ran && late && cfg.excuses(Known::UndoCannotFollowCut) {
+            // The thread's call counts for the field it acts for.
+            s.thread_mut(c, cfg.holder(c, t)).ghost.leak_excused = true;
         }
     }
     let wire = &mut s.wires[usize::from(w)];

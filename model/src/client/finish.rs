@@ -12,12 +12,10 @@ use super::holds;
 use super::job::{Call, CallAt, Outcome, Send, Settle};
 use super::known::Known;
 use super::mutation::ClientMutation;
-use super::requests::release_call;
 use super::retry::{self, Progress};
 use super::server::{take_reply, Read};
 use super::settle::{settle, Settled, Settler};
 use super::state::{Answer, Entry, Purpose, Request, State, Taker};
-use crate::call::Attempt;
 
 /// The call's outcome is known: whether it needs its last step.
 pub fn begin(_cfg: &Config, _s: &mut State, _c: u8, _t: u8, call: &mut Call) -> Flow {
@@ -176,34 +174,17 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
         for (n, wire) in late.into_iter().enumerate() {
             let releases = if n == last { 1 + cut } else { 1 };
             if s.wire(wire).cut {
-                // It cannot follow: the late request ran or never will.
-                if releases > 1 && cfg.excuses(Known::CutAttemptsUndoLost) {
+                // It cannot follow (`Trailing::follow` fails: "its undo
+                // could not follow it"): the late request ran or never
+                // will, and nothing sends the undo, nor a copy of it.
+                if releases > 1 && cfg.excuses(Known::UndoCannotFollowCut) {
                     // ... and the give-back of the cut attempts' holds,
-                    // which rides on it, is lost.
+                    // which rides on it, is lost too.
                     holds::excuse_leak(s, c, h);
                 }
                 continue;
             }
-            for _ in 0..releases {
-                let id = s.fresh_id();
-                let Request::Script(undo) =
-                    release_call(cfg, c, h, id, Attempt::Above(i64::from(above)), None)
-                else {
-                    unreachable!("a script")
-                };
-                s.wires[usize::from(wire)]
-                    .requests
-                    .push(Request::Script(undo));
-            }
-            retry::push(
-                s,
-                c,
-                h,
-                Entry::Undo {
-                    wire,
-                    keep: cfg.latch_ticks(),
-                },
-            );
+            super::undo::follow(cfg, s, c, h, wire, above, releases);
         }
     }
     // Other calls' steps may send again (`Turn::late_undone`: only the

@@ -50,10 +50,13 @@ pub struct Call {
     pub first_busy: Option<(u8, bool)>,
     /// How the call came out, once decided.
     pub result: Option<Outcome>,
-    /// Ghost: this attempt read the lock's TTL before another call of
-    /// its client took the lock and bounded the waiters parked then (see
-    /// [`super::known::Known::TtlReadBeforeLocalTake`]).
-    pub missed_bound: bool,
+    /// A local call took the lock since this waiter marked the count of
+    /// its client's takings (`Subscription::take_mark`, before each
+    /// attempt once joined, and at joining, before the quiet look): its
+    /// next park ends no later than the last taking's TTL
+    /// (`Waiters::enqueue_as`, `Park { until, since }`). Read and cleared
+    /// as it parks (every park follows a fresh mark).
+    pub taken_since_mark: bool,
     /// Where it is.
     pub at: CallAt,
 }
@@ -121,9 +124,6 @@ pub struct Park {
     pub reserved: bool,
     /// How it was woken, once it was.
     pub woke: Option<Wake>,
-    /// Ghost: its TTL was read before a local taking that bounded the
-    /// waiters parked then, and it parked after it.
-    pub stale: bool,
 }
 
 /// How a park ended (`pubsub::Wake`).
@@ -240,7 +240,7 @@ impl Call {
             handed_wake: false,
             first_busy: None,
             result: None,
-            missed_bound: false,
+            taken_since_mark: false,
             at: CallAt::Step,
         }
     }

@@ -9,31 +9,32 @@
 //! Fixed so far, and mirrored (each now a [`super::ClientMutation`]): a
 //! lost acquire reply before a late retry (42393ed,
 //! `UndoIgnoresCutAttempts`), a wake-up taken by another waiter
-//! (0d18fa5, `NoBoundOnLocalTake`). The two below are what those fixes
-//! leave.
+//! (0d18fa5, `NoBoundOnLocalTake`), a TTL read before a local taking
+//! (`TtlReadBeforeLocalTake`, 2bbaed6, `NoTakeMark`), the cut attempts'
+//! undo lost with the late retry's connection (`CutAttemptsUndoLost`,
+//! 2bbaed6, `NoUndoResend`). The one below is what the last leaves.
 
 /// A defect the model found in the library as built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Known {
-    /// The holds of attempts cut before their reply are given back by
-    /// extra releases on the last late attempt's connection
-    /// (`undo_behind`, 42393ed), and the settling look is skipped while a
-    /// late attempt may run (`settle_unsure`, `unsure_is_late`). When that
-    /// connection is cut before its undo runs (the first attempt's reply
-    /// lost to a cut, the retry held back, then its connection cut too),
-    /// nothing gives them back: a hold with no guard until its lease or
-    /// watchdog timeout runs out.
-    CutAttemptsUndoLost,
-    /// A local taking of the lock bounds the waiters parked at that moment
-    /// (`Waiters::bound_parked`, 0d18fa5). A waiter whose attempt read the
-    /// old holder's TTL before the release, its reply still on its way,
-    /// parks after the taking on that TTL, unbounded: when the new hold
-    /// expires unannounced, it sleeps past a free lock.
-    TtlReadBeforeLocalTake,
+    /// An undo whose connection fails is sent again (2bbaed6), but only
+    /// once it was written: a late attempt's connection that fails after
+    /// its response timeout and before the call writes the undo behind it
+    /// (`undo_behind`: `Trailing::follow` fails, "its undo could not
+    /// follow it") gets no undo and no copy. When the late attempt ran, or
+    /// when the undo carried the give-back of attempts cut before their
+    /// reply (`1 + cut` releases, the settling look skipped), a hold with
+    /// no guard stays until its lease or watchdog timeout runs out.
+    /// (Whether `follow` fails on a connection the peer has closed depends
+    /// on the socket: a write after a FIN usually succeeds, and then the
+    /// undo is read, fails and is sent again; after a reset it fails.)
+    /// Not reproduced against a real server yet (no test in
+    /// `tests/faults/model_found.rs`).
+    UndoCannotFollowCut,
 }
 
 impl Known {
     /// Every known defect.
-    pub const ALL: &'static [Known] = &[Known::CutAttemptsUndoLost, Known::TtlReadBeforeLocalTake];
+    pub const ALL: &'static [Known] = &[Known::UndoCannotFollowCut];
 }

@@ -73,6 +73,7 @@ impl Model for ClientModel {
                 partitioned: false,
                 inbox: 0,
                 permits: 0,
+                last_take: 0,
                 subscribed: false,
                 threads: threads.iter().map(|_| Thread::new()).collect(),
                 worker: Worker::default(),

@@ -53,6 +53,28 @@ pub enum ClientMutation {
     /// unannounced, they sleep on past a free lock (found by this model
     /// in the library as built, fixed in 0d18fa5).
     NoBoundOnLocalTake,
+    /// A waiter marks no count of its client's takings before its
+    /// attempts, and a taking does not disturb the channel (`wait.rs`
+    /// before 2bbaed6: no `take_mark`, `bound_parked` without
+    /// `disturbed`): a waiter whose attempt read the TTL before another
+    /// waiter of its client took the lock parks on that stale TTL,
+    /// unbounded (`Known::TtlReadBeforeLocalTake`, found by this model in
+    /// the library as built, fixed in 2bbaed6).
+    NoTakeMark,
+    /// An undo whose connection fails before its reply is settled, as
+    /// before 2bbaed6 (`entry.rs`, `settle_undo` without `resend`): what
+    /// reached the server ran, and a hold the undo did not give back (the
+    /// late attempt's, the cut attempts') stays with no guard
+    /// (`Known::CutAttemptsUndoLost`, found by this model in the library
+    /// as built, fixed in 2bbaed6).
+    NoUndoResend,
+    /// A copy of an undo sent again whose reply did not come in time is
+    /// dropped instead of kept (`late.rs`, `resend` without keeping the
+    /// late copy), so that the next settle sends another while it may
+    /// still run: the undo settles on the later copy, the thread's next
+    /// acquire goes on, and the earlier copy's release whose "nothing
+    /// above N" was not latched gives back a guarded hold.
+    UndoCopiesOverlap,
     /// A release forgets its hold as it begins, before it has the lane's
     /// turn (`release.rs` before b67e84d: `release_one` ahead of
     /// `lanes.enter`): another thread of the owner, whose step holds the
@@ -76,5 +98,8 @@ impl ClientMutation {
         ClientMutation::UndoIgnoresCutAttempts,
         ClientMutation::NoBoundOnLocalTake,
         ClientMutation::ReleaseForgetsBeforeTurn,
+        ClientMutation::NoTakeMark,
+        ClientMutation::NoUndoResend,
+        ClientMutation::UndoCopiesOverlap,
     ];
 }

@@ -61,7 +61,14 @@ fn visit(clients: &mut [Client], f: &mut dyn FnMut(Ref<'_>)) {
             }
             for entry in &mut thread.lane.entries {
                 match entry {
-                    Entry::Undo { wire, .. } => f(Ref::Wire(wire)),
+                    Entry::Undo { wire, ids, .. } => {
+                        if let Some(wire) = wire {
+                            f(Ref::Wire(wire));
+                        }
+                        for id in ids {
+                            f(Ref::Id(id));
+                        }
+                    }
                     Entry::Release(p) => f(Ref::Id(&mut p.id)),
                     Entry::Shared { id, .. } => f(Ref::Id(id)),
                 }
@@ -83,6 +90,16 @@ fn latch_of(request: &mut Request) -> Option<&mut ReqId> {
 
 /// Puts `s` in its canonical form.
 pub fn normalize(s: &mut State) {
+    // The last taking's TTL end, once no waiter's mark can read it.
+    for client in &mut s.clients {
+        let read = client
+            .threads
+            .iter()
+            .any(|t| matches!(&t.job, Job::Acquire(call) if call.taken_since_mark));
+        if !read {
+            client.last_take = 0;
+        }
+    }
     let mut wires: Vec<Option<WireId>> = vec![None; s.wires.len()];
     let mut order: Vec<usize> = Vec::new();
     let mut ids: BTreeMap<ReqId, ReqId> = BTreeMap::new();

@@ -3,7 +3,6 @@
 
 use super::config::{Config, TICK_MS};
 use super::job::{CallAt, Job};
-use super::known::Known;
 use super::requests::{field, LOCK};
 use super::state::State;
 use super::wait::is_waiting;
@@ -122,8 +121,7 @@ fn counts_match(_cfg: &Config, s: &State) -> bool {
 
 /// After a tick: each parked waiter's ticks on a free lock with no
 /// message on its way to its client and nobody about to take the lock.
-pub fn count_starving(cfg: &Config, s: &mut State) {
-    let excused = cfg.excuses(Known::TtlReadBeforeLocalTake);
+pub fn count_starving(_cfg: &Config, s: &mut State) {
     let free = !s.redis.exists(Key::Name(LOCK));
     let trying = s
         .clients
@@ -140,9 +138,7 @@ pub fn count_starving(cfg: &Config, s: &mut State) {
         let client = &s.clients[usize::from(c)];
         let quiet = client.up && !client.partitioned && client.inbox == 0;
         for t in 0..client.threads.len() as u8 {
-            let stale = matches!(&s.thread(c, t).job, Job::Acquire(call)
-                if matches!(call.at, CallAt::Parked(p) if p.stale));
-            let starving = quiet && free && !trying && is_waiting(s, c, t) && !(excused && stale);
+            let starving = quiet && free && !trying && is_waiting(s, c, t);
             let ghost = &mut s.thread_mut(c, t).ghost;
             ghost.starving = if starving {
                 ghost.starving.saturating_add(1).min(STARVING_BOUND + 1)

@@ -77,27 +77,31 @@ pub fn wake_one(s: &mut State, c: u8) {
 /// A local call took the lock with a TTL of `ticks`: every waiter of `c`
 /// still parked for it (in the line: not reserved, not woken) parks no
 /// longer than that; one whose park ends earlier is not disturbed
-/// (`Waiters::bound_parked`, `Waiter::wake_by`).
+/// (`Waiters::bound_parked`, `Waiter::wake_by`, 0d18fa5).
 ///
-/// Ghost: an attempt whose script ran before this, its reply not read yet,
-/// parks on a TTL read before it, which no bound reaches (see
-/// [`super::known::Known::TtlReadBeforeLocalTake`]).
+/// A waiter not parked yet, whose attempt may have read the TTL before
+/// this taking, is reached by its take mark (2bbaed6): the taking is
+/// counted (`takes`) and its TTL's end kept (`last_take_ends`), and a
+/// waiter that marked the count before its attempt parks no later than
+/// that end. The taking also disturbs the channel (`disturbed`), so that
+/// a first try's busy answer is not parked on after it.
 pub fn bound_parked(cfg: &Config, s: &mut State, c: u8, ticks: u8) {
-    let mutated = cfg.mutated(ClientMutation::NoBoundOnLocalTake);
-    for t in 0..s.clients[usize::from(c)].threads.len() {
-        let ran = match &s.clients[usize::from(c)].threads[t].job {
-            Job::Acquire(call) => match call.at {
-                CallAt::Sent(send, _) => s.wire(send.wire).requests.is_empty(),
-                _ => false,
-            },
-            _ => false,
-        };
-        if let Job::Acquire(call) = &mut s.clients[usize::from(c)].threads[t].job {
-            call.missed_bound |= ran;
-            if let CallAt::Parked(p) = &mut call.at {
-                if !p.reserved && p.woke.is_none() && !mutated {
+    let bound = !cfg.mutated(ClientMutation::NoBoundOnLocalTake);
+    let mark = !cfg.mutated(ClientMutation::NoTakeMark);
+    if mark {
+        mark_heard(s, c);
+        s.clients[usize::from(c)].last_take = ticks;
+    }
+    for thread in &mut s.clients[usize::from(c)].threads {
+        if let Job::Acquire(call) = &mut thread.job {
+            match &mut call.at {
+                CallAt::Parked(p) if !p.reserved && p.woke.is_none() && bound => {
                     p.ticks = p.ticks.min(ticks);
                 }
+                CallAt::Parked(_) => {}
+                // Joined and not parked: its mark was taken before this.
+                _ if call.joined && mark => call.taken_since_mark = true,
+                _ => {}
             }
         }
     }

@@ -7,7 +7,7 @@ use super::events;
 use super::job::{CallAt, Job};
 use super::requests::{owner, LOCK};
 use super::state::{Answer, Request, State, WireId};
-use crate::call::{Attempt, Call};
+use crate::call::Call;
 use crate::keyspace::HashValue;
 use crate::names::Key;
 use crate::reply::Reply;
@@ -199,15 +199,4 @@ fn answer(call: &Call, reply: &Reply) -> Answer {
         },
         _ => unreachable!("the client model sends no {call:?}"),
     }
-}
-
-/// Whether `request` is an undo (a release above N holds).
-pub fn is_undo(request: &Request) -> bool {
-    matches!(
-        request,
-        Request::Script(Call::Release {
-            attempt: Attempt::Above(_),
-            ..
-        })
-    )
 }

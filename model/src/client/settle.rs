@@ -1,7 +1,8 @@
 //! Settling a lane (`lane/one.rs`, `Lane::settle`; `lane/entry.rs`;
 //! `lane/pending.rs`, `PendingRelease::attempt`): the entries in order,
 //! one attempt each, until all are settled or one is not ready by the
-//! deadline (the end of the tick the step began in).
+//! deadline (the end of the tick the step began in). An undo's attempt is
+//! [`super::undo`]'s.
 
 use super::config::Config;
 use super::job::{Send, Settle};
@@ -9,6 +10,7 @@ use super::mutation::ClientMutation;
 use super::requests::{release_call, resend};
 use super::server::{take_reply, Read};
 use super::state::{Answer, Entry, Pending, Purpose, State};
+use super::undo::{settle_undo, Undone};
 use super::{events, holds};
 use crate::call::Attempt;
 
@@ -69,27 +71,15 @@ pub fn settle(
         let others =
             entries.iter().filter(|e| is_release(e)).count() as u8 - u8::from(is_release(&entry));
         let tried = match entry {
-            Entry::Undo { wire, keep } => {
-                let w = s.wire(wire);
-                if keep == 0 || w.cut || (w.requests.is_empty() && w.visible()) {
-                    // Its replies are read (or its connection failed, or
-                    // its keep time is over): the late acquire and its undo
-                    // ran, or never will.
-                    s.wires[usize::from(wire)].replies.clear();
-                    Try::Settled
-                } else if who == Settler::Worker
-                    && cfg.mutated(ClientMutation::UndoTakenBeforeReply)
-                {
-                    // The defect: the undo is out of the list while someone
-                    // waits for it; the worker goes on to what follows.
+            Entry::Undo { .. } => match settle_undo(cfg, s, c, (lane, skip), st, who) {
+                Undone::Settled => Try::Settled,
+                Undone::NotYet => Try::NotYet,
+                Undone::Blocked => Try::Blocked,
+                Undone::Skip => {
                     skip += 1;
                     continue;
-                } else if st.expired {
-                    Try::NotYet
-                } else {
-                    Try::Blocked
                 }
-            }
+            },
             Entry::Release(_) => attempt(cfg, s, c, (lane, skip), others, st, who),
             Entry::Shared { lane: owner, id } => {
                 match find(s, c, owner, id) {

@@ -118,6 +118,11 @@ pub struct Client {
     /// Wake-ups kept for waiters about to park (`Waiters::permits`): at
     /// most one per waiter that joined.
     pub permits: u8,
+    /// Ticks until the TTL its last local taking of the lock set ends
+    /// (`Waiters::last_take_ends`; 0 once passed): read by a waiter that
+    /// parks after a taking since its mark. Forgotten (0) while no mark
+    /// can read it (see `normalize`).
+    pub last_take: u8,
     /// Its subscriber listens on the lock's channel: from the first
     /// waiter's join until a tick after the last one left (the channel
     /// lingers, `pubsub/registry.rs`).
@@ -197,9 +202,17 @@ pub enum Taker {
 #[allow(missing_docs)] // Each field is named for what the variant's doc says.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Entry {
-    /// An undo written behind a late acquire on its connection; settled
-    /// by its reply, the connection failing, or its keep time's end.
-    Undo { wire: WireId, keep: u8 },
+    /// An undo written behind a late acquire on its connection (`None`
+    /// once that failed, until a copy goes: [`super::undo`]); settled by
+    /// its reply or a copy's, or its keep time's end. Its releases of
+    /// more than `above` holds, with request ids `ids`, are what a copy
+    /// sends again.
+    Undo {
+        wire: Option<WireId>,
+        keep: u8,
+        above: u8,
+        ids: Vec<ReqId>,
+    },
     /// A release, sent or not.
     Release(Pending),
     /// A hand-over's release kept on the releaser's lane (`lane`): this

@@ -9,7 +9,6 @@
 use super::config::{Config, TICK_MS};
 use super::holds;
 use super::job::{CallAt, Job, RelAt, Send, Settle, Wake};
-use super::mutation::ClientMutation;
 use super::requests::{field, LOCK};
 use super::state::{Entry, State, Wire};
 use crate::call::{Call, Renewal};
@@ -32,21 +31,17 @@ fn settle_ready(cfg: &Config, s: &State, c: u8, lane: u8, st: &Settle, worker: b
     if st.expired {
         return true;
     }
-    if let Some(out) = &st.out {
+    let entries = &s.thread(c, lane).lane.entries;
+    let head = entries.first();
+    // The head undo's copy out (`undo.rs`), or a release's attempt.
+    let copy_out =
+        |out: &Send| matches!(head, Some(Entry::Undo { wire, .. }) if *wire == Some(out.wire));
+    if let Some(out) = st.out.as_ref().filter(|o| !copy_out(o)) {
         return ready(s, out);
     }
-    let entries = &s.thread(c, lane).lane.entries;
-    match entries.first() {
-        Some(Entry::Undo { wire, keep }) => {
-            let w = s.wire(*wire);
-            *keep == 0
-                || w.cut
-                || (w.requests.is_empty() && w.visible())
-                || (worker
-                    && cfg.mutated(ClientMutation::UndoTakenBeforeReply)
-                    && entries.len() > 1)
-        }
-        _ => true,
+    match head {
+        Some(undo) => super::undo::ready(cfg, s, undo, worker, entries.len() > 1),
+        None => true,
     }
 }
 
@@ -132,6 +127,8 @@ pub fn tick(cfg: &Config, s: &mut State) {
         if let Some((_, st)) = &mut s.clients[usize::from(c)].worker.at {
             expire(st);
         }
+        let client = &mut s.clients[usize::from(c)];
+        client.last_take = client.last_take.saturating_sub(1);
         super::pubsub::linger_over(s, c);
     }
     super::properties::count_starving(cfg, s);

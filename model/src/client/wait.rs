@@ -12,17 +12,8 @@ use super::mutation::ClientMutation;
 use super::pubsub;
 use super::state::State;
 
-/// An attempt found the lock busy with `ticks` of TTL left (`missed_bound`:
-/// it read them before a local taking bounded the parked waiters).
-pub fn busy(
-    cfg: &Config,
-    s: &mut State,
-    c: u8,
-    t: u8,
-    call: &mut Call,
-    ticks: u8,
-    missed_bound: bool,
-) -> Flow {
+/// An attempt found the lock busy with `ticks` of TTL left.
+pub fn busy(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, ticks: u8) -> Flow {
     if !call.waits {
         return decide(cfg, s, c, t, call, Outcome::NotGot);
     }
@@ -37,11 +28,7 @@ pub fn busy(
     if call.wait_left == Some(0) {
         return decide(cfg, s, c, t, call, Outcome::NotGot);
     }
-    let flow = park(cfg, s, c, call, ticks);
-    if let CallAt::Parked(p) = &mut call.at {
-        p.stale = missed_bound;
-    }
-    flow
+    park(cfg, s, c, call, ticks)
 }
 
 /// An attempt (or its step) failed like an outage.
@@ -74,6 +61,8 @@ pub fn join(cfg: &Config, s: &mut State, c: u8, call: &mut Call) -> Flow {
     call.joined = cfg.pubsub();
     if call.joined {
         s.clients[usize::from(c)].subscribed = true;
+        // The take mark, before the quiet look (`take_mark`).
+        call.taken_since_mark = false;
     }
     let first = call.first_busy.take();
     if call.outages > 0 {
@@ -104,6 +93,12 @@ fn park(cfg: &Config, s: &mut State, c: u8, call: &mut Call, ticks: u8) -> Flow 
         return Flow::Continue;
     }
     let mut ticks = ticks;
+    if std::mem::take(&mut call.taken_since_mark) {
+        // A local taking since the mark taken before the attempt whose
+        // TTL this is: no later than the last taking's TTL, at once when
+        // that has passed (`Waiters::enqueue_as`).
+        ticks = ticks.min(s.clients[usize::from(c)].last_take);
+    }
     if let Some(left) = call.wait_left {
         ticks = ticks.min(left);
     }
@@ -118,7 +113,6 @@ fn park(cfg: &Config, s: &mut State, c: u8, call: &mut Call, ticks: u8) -> Flow 
         ticks,
         reserved: false,
         woke: None,
-        stale: false,
     });
     Flow::Block
 }
