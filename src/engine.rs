@@ -16,6 +16,7 @@ mod holder_field;
 mod lane;
 pub(crate) mod outage;
 mod park_end;
+mod record;
 mod release;
 pub(crate) mod request_ids;
 mod unguarded;
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::hold::{Hold, Renewal};
+use crate::hold::Hold;
 use crate::holding::Holder;
 use crate::interrupt::Interrupt;
 use crate::kind::sealed::KindOps;
@@ -313,59 +314,6 @@ enum Taken<G> {
 }
 
 impl<K: KindOps> Call<'_, K> {
-    /// Records a hold just taken (`holds` = the thread's hold count in
-    /// Redis now) and says how it is kept alive; holds Redis counts beyond
-    /// the guards are given back on the step's `turn` (a hold handed over
-    /// by a local release has none, and no turn).
-    fn hold(
-        &self,
-        turn: Option<&Turn<'_>>,
-        started: Instant,
-        grant: K::Grant,
-        holds: u32,
-    ) -> (Hold, K::Grant) {
-        // Redis still counts the holds of releases on the lane not sent yet
-        // (a drop that found the lane busy): they are no guard's any more,
-        // nor holds counted twice.
-        let add = |unsent: u32| {
-            self.engine.renewals.add(
-                self.lock.name,
-                &self.field,
-                self.lock.kind.renew_kind(),
-                started,
-                holds.saturating_sub(unsent),
-                self.lease,
-            )
-        };
-        let (record, orphans) = match turn {
-            Some(turn) => turn.with_state(|unsent, _| add(unsent)),
-            None => add(0),
-        };
-        if orphans > 0 {
-            match turn {
-                Some(turn) => self.release_orphans(turn, orphans),
-                None => match self.step() {
-                    Ok(turn) => self.release_orphans(&turn, orphans),
-                    Err(e) => log::warn!(
-                        "redhold: holds of {:?} counted twice could not be given back: {}; \
-                         the lock stays held until its TTL runs out",
-                        names::shorten(self.lock.name),
-                        e.report()
-                    ),
-                },
-            }
-        }
-        let renewal = match self.lease {
-            None => Renewal::Watched,
-            // Counted from before the request: the key may expire a little
-            // earlier than our clock says, never later.
-            Some(lease) => Renewal::Leased {
-                expires_at: started.checked_add(lease),
-            },
-        };
-        (Hold { record, renewal }, grant)
-    }
-
     /// This call's turn on its lane, every earlier request of the holder
     /// on the lock confirmed: a step may send. Fails like an outage when
     /// they are not within one response timeout.

@@ -24,6 +24,8 @@ use parking_lot::Mutex;
 
 use crate::stats::Counters;
 
+mod handed;
+
 /// How the watchdog renews a hold (the `mode` argument of `lua/renew.lua`).
 // `pub` only because the sealed `KindOps` trait names it; the module is private.
 #[allow(unreachable_pub)]
@@ -105,6 +107,10 @@ struct Entry {
     /// a watched hold (renewals may keep the key longer): from then on
     /// Redis counts none of its holds, whatever the guards say.
     leased_until: Option<Instant>,
+    /// Holds of the generation a local release handed to a parked waiter
+    /// that has not claimed its record yet, by when it was reserved (see
+    /// `handed.rs`).
+    handed: Vec<Instant>,
 }
 
 impl Entry {
@@ -228,6 +234,7 @@ impl RenewalMap {
                 leaked_watched: 0,
                 leaked_leased: 0,
                 leased_until: lease_end,
+                handed: Vec::new(),
             },
         );
         (record, holds.saturating_sub(1))

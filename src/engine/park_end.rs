@@ -56,13 +56,20 @@ impl<K: KindOps> Call<'_, K> {
     }
 
     /// A local release handed this thread the lock (one hold, its lease,
-    /// set no earlier than `at`, and `token` when the kind draws one):
-    /// records the hold. `None` only when the grant cannot be had (a kind
-    /// never handed over, a fenced hand-over without its token), which no
-    /// release does; the caller's next attempt would then re-enter and give
-    /// back the extra hold.
+    /// set no earlier than `at`, and `token` when the kind draws one), and
+    /// recorded the hold as it did (`RenewalMap::add_handed`): claims it.
+    /// `None` when the grant cannot be had (a kind never handed over, a
+    /// fenced hand-over without its token), which no release does, or when
+    /// the hold's generation has ended since (it was found lost): the
+    /// caller's next attempt then takes the lock anew, or re-enters and
+    /// gives back a hold counted twice.
     pub(super) fn handed_over(&self, at: Instant, token: Option<u64>) -> Option<(Hold, K::Grant)> {
         let grant = self.lock.kind.handed_over_grant(token)?;
-        Some(self.hold(None, at, grant, 1))
+        let record = self
+            .engine
+            .renewals
+            .claim_handed(self.lock.name, &self.field, at)?;
+        let renewal = self.renewal_from(at);
+        Some((Hold { record, renewal }, grant))
     }
 }

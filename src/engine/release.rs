@@ -244,7 +244,20 @@ impl Engine {
         } = released;
         match reply {
             Some(HANDED_OVER) => {
-                if let Some((reserved, _)) = successor {
+                if let Some((reserved, _successor_turn)) = successor {
+                    // Recorded now, under the successor's turn, as Redis
+                    // counts it: a re-entry by another thread of the same
+                    // owner before the waiter wakes is one more hold of it.
+                    let offer = reserved.offer();
+                    if let Some(at) = reserved.reserved_at() {
+                        self.renewals.add_handed(
+                            lock.name,
+                            &offer.field,
+                            lock.kind.renew_kind(),
+                            at,
+                            offer.lease,
+                        );
+                    }
                     reserved.hand_over(HANDOFF_GRACE, token);
                     Counters::bump(&self.counters.direct_handoffs);
                 }

@@ -184,6 +184,7 @@ impl<K: KindOps> Call<'_, K> {
         let offer = self.lock.kind.handover().map(|handover| Offer {
             field: self.field.clone(),
             lease_ms: self.lease_ms,
+            lease: self.lease,
             token_key: match handover {
                 Handover::Field => None,
                 Handover::Token { token_key } => Some(Arc::from(token_key)),

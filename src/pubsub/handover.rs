@@ -33,12 +33,14 @@ pub(super) const MAX_IN_A_ROW: u32 = 8;
 pub(super) const MAX_RUN: Duration = Duration::from_millis(10);
 
 /// What a release needs to hand a parked thread the lock: its holder field,
-/// the lease its own acquire would have set, and for a fenced lock the
-/// counter its acquire would have drawn a token from.
+/// the lease its own acquire would have set (`lease_ms` in Redis; `lease`
+/// as its hold is recorded: `None` when the watchdog renews it), and for a
+/// fenced lock the counter its acquire would have drawn a token from.
 #[derive(Debug, Clone)]
 pub(crate) struct Offer {
     pub(crate) field: Arc<str>,
     pub(crate) lease_ms: u64,
+    pub(crate) lease: Option<Duration>,
     pub(crate) token_key: Option<Arc<str>>,
 }
 

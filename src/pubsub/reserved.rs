@@ -2,7 +2,7 @@
 //! directly (see `handover.rs`).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::channel::Channel;
 use super::handover::Offer;
@@ -45,6 +45,13 @@ impl Reserved {
     /// The reserved waiter's field and lease, for the release script.
     pub(crate) fn offer(&self) -> &Offer {
         &self.offer
+    }
+
+    /// When the waiter was reserved, before the release was sent: the
+    /// moment its handed hold's lease is counted from
+    /// ([`Wake::HandedOver`](super::Wake::HandedOver)'s `at`).
+    pub(crate) fn reserved_at(&self) -> Option<Instant> {
+        self.waiter.reserved_at.get().copied()
     }
 
     /// The script handed the lock over (with `token`, when it drew the

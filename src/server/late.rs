@@ -19,7 +19,6 @@ use std::time::Instant;
 use redis::{ErrorKind, RedisError, RedisResult, Value};
 
 use super::backend::Conn;
-use super::pool::Pool;
 use crate::error::reply_was_read;
 
 /// The most late attempts one call keeps: beyond the retry rule's count,
@@ -111,7 +110,7 @@ pub(crate) struct Trailing {
     replies_left: usize,
     keep_until: Instant,
     /// The undo's commands (packed, and how many), to send again on
-    /// another connection once this one failed (see [`Trailing::resend`]).
+    /// another connection once this one failed (see `lane/entry.rs`).
     commands: Vec<u8>,
     count: usize,
     /// A copy went that may still run with nobody to read its reply (its
@@ -151,7 +150,7 @@ impl Trailing {
     /// An undo that could not be written behind its late request (the
     /// connection failed first: the request ran or never will): kept as
     /// one whose connection failed, so that its first settle sends it on
-    /// another connection (see [`resend`](Self::resend)).
+    /// another connection (see `lane/entry.rs`).
     pub(crate) fn unwritten(commands: &[u8], count: usize, keep_until: Instant) -> Trailing {
         Trailing {
             conn: None,
@@ -213,42 +212,27 @@ impl Trailing {
         Ok(last)
     }
 
-    /// Sends the undo again, once, on another connection of `pool` (by
-    /// `deadline`), after its own failed before the undo's reply was read:
-    /// the late acquire ran or never will, the undo ran or not, and it is
-    /// conditional ("above:N") and its releases latched, so a second run
-    /// gives back no more than the first would have. `Ok(true)` once the
-    /// copy's replies were read; `Ok(false)` while they may still come:
-    /// its connection is kept and read as the first one was (no third copy
-    /// goes while this one may run), or, when it could not be kept, no
-    /// copy goes any more (see [`may_resend`](Self::may_resend)).
-    pub(crate) fn resend(&mut self, pool: &Pool, deadline: Instant) -> crate::error::Result<bool> {
-        let mut late = LateRequests::default();
-        let commands = &self.commands;
-        let count = self.count;
-        let sent = pool.run_once(Some(deadline), Some(&mut late), &mut |conn| {
-            conn.req_packed_commands(commands, 0, count).map(drop)
-        });
-        match sent {
-            Ok(()) => Ok(true),
-            Err(e) => {
-                if let Some(conn) = late.take().pop() {
-                    self.conn = Some(conn);
-                    self.replies_left = count;
-                    Ok(false)
-                } else if e.is_timeout() {
-                    // On its way, maybe, with nobody to read it.
-                    self.untracked = true;
-                    Ok(false)
-                } else {
-                    Err(crate::error::Error::Redis(e))
-                }
-            }
-        }
+    /// The undo's commands (packed) and how many, to send a copy.
+    pub(crate) fn commands(&self) -> (&[u8], usize) {
+        (&self.commands, self.count)
+    }
+
+    /// A copy went on `conn` and its replies did not come in time: they
+    /// are read from it as the first's were (no other copy goes while it
+    /// may run).
+    pub(crate) fn copy_kept(&mut self, conn: Conn) {
+        self.conn = Some(conn);
+        self.replies_left = self.count;
+    }
+
+    /// A copy went that may still run with nobody to read its reply: no
+    /// other copy may go.
+    pub(crate) fn copy_untracked(&mut self) {
+        self.untracked = true;
     }
 
     /// Whether another copy of the undo may be sent: none may while one
-    /// not awaited may still run (see [`resend`](Self::resend)).
+    /// not awaited may still run (see `lane/entry.rs`).
     pub(crate) fn may_resend(&self) -> bool {
         !self.untracked
     }

@@ -172,7 +172,18 @@ impl Pool {
         })
     }
 
-    pub(super) fn run_once<T>(
+    /// One attempt of `op`, no retry, by `deadline`: its connection kept in
+    /// `late` when the reply did not come in time (see `late.rs`).
+    pub(crate) fn run_once_keeping<T>(
+        &self,
+        deadline: Instant,
+        late: &mut LateRequests,
+        mut op: impl FnMut(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> RedisResult<T> {
+        self.run_once(Some(deadline), Some(late), &mut op)
+    }
+
+    fn run_once<T>(
         &self,
         deadline: Option<Instant>,
         late: Option<&mut LateRequests>,

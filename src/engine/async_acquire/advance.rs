@@ -197,6 +197,7 @@ impl<K: KindOps> AsyncAcquire<K> {
         driving.offer = self.kind.handover().map(|handover| Offer {
             field: driving.call.field.clone(),
             lease_ms: driving.call.lease_ms,
+            lease: driving.call.lease,
             token_key: match handover {
                 Handover::Field => None,
                 Handover::Token { token_key } => Some(Arc::from(token_key)),

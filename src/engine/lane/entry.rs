@@ -16,9 +16,10 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::pending::{earlier_request_on_its_way, Outcome, PendingRelease, Settling};
-use crate::error::{is_transient, reply_was_read, Error};
+use crate::error::{is_transient, reply_was_read, Error, Result};
 use crate::names;
-use crate::server::Trailing;
+use crate::server::pool::Pool;
+use crate::server::{LateRequests, Trailing};
 
 /// The client keeps too many unconfirmed requests already: the entry was
 /// not added (an undo's connection closes; a release is waited for by its
@@ -114,7 +115,7 @@ fn settle_undo(trailing: &mut Trailing, at: &Settling<'_>, deadline: Instant) ->
     if deadline >= trailing.keep_until() || !trailing.may_resend() {
         return Outcome::NotYet(earlier_request_on_its_way(at.name));
     }
-    match trailing.resend(at.server.pool(), deadline) {
+    match resend(trailing, at.server.pool(), deadline) {
         Ok(true) => Outcome::Settled,
         Ok(false) => Outcome::NotYet(earlier_request_on_its_way(at.name)),
         Err(Error::Redis(e)) if is_transient(&e) => Outcome::NotYet(Error::Redis(e)),
@@ -126,6 +127,38 @@ fn settle_undo(trailing: &mut Trailing, at: &Settling<'_>, deadline: Instant) ->
                 e.report()
             );
             Outcome::Settled
+        }
+    }
+}
+
+/// Sends the undo again, once, on another connection of `pool` (by
+/// `deadline`), after its own failed before the undo's reply was read:
+/// the late acquire ran or never will, the undo ran or not, and it is
+/// conditional ("above:N") and its releases latched, so a second run
+/// gives back no more than the first would have. `Ok(true)` once the
+/// copy's replies were read; `Ok(false)` while they may still come: its
+/// connection is kept and read as the first one was (no third copy goes
+/// while this one may run), or, when it could not be kept, no copy goes
+/// any more.
+fn resend(trailing: &mut Trailing, pool: &Pool, deadline: Instant) -> Result<bool> {
+    let mut late = LateRequests::default();
+    let (commands, count) = trailing.commands();
+    let sent = pool.run_once_keeping(deadline, &mut late, |conn| {
+        conn.req_packed_commands(commands, 0, count).map(drop)
+    });
+    match sent {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            if let Some(conn) = late.take().pop() {
+                trailing.copy_kept(conn);
+                Ok(false)
+            } else if e.is_timeout() {
+                // On its way, maybe, with nobody to read it.
+                trailing.copy_untracked();
+                Ok(false)
+            } else {
+                Err(Error::Redis(e))
+            }
         }
     }
 }

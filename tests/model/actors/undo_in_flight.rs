@@ -26,7 +26,6 @@
 //! that no release of the field cleans up after the undo.
 use std::time::Duration;
 
-
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -81,17 +80,12 @@ impl Actor {
         // thread's field and an undo's condition (`above:N`) once the call
         // is over (never a renewal: a renewal held back is a fault the
         // case does not account for).
-        let copy = cut
-            .filter(|c| fired && !c.copy_held.is_zero())
-            .map(|c| {
-                path.arming.arm(Rule {
-                    matcher: Matcher::script(
-                        &path.set.full(target.names[0]),
-                        &[&field, "above:"],
-                    ),
-                    action: Action::DelayRequest(c.copy_held),
-                })
-            });
+        let copy = cut.filter(|c| fired && !c.copy_held.is_zero()).map(|c| {
+            path.arming.arm(Rule {
+                matcher: Matcher::script(&path.set.full(target.names[0]), &[&field, "above:"]),
+                action: Action::DelayRequest(c.copy_held),
+            })
+        });
         let copy_held = cut.map_or(Duration::ZERO, |c| c.copy_held);
         let took = self.held.len() == 1;
         let keep = cut.is_some_and(|c| c.keep_guard);
