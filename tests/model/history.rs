@@ -125,6 +125,17 @@ pub(crate) enum Event {
     /// fields), learned from Redis while it held a lock alone; an owner's
     /// id, for an owner.
     Tid { actor: ActorId, tid: u64 },
+    /// A request of `actor` on `name` through `client` is held back at
+    /// the fault proxy, and what must follow it may reach Redis up to
+    /// `for_ms` from now (an in-flight case's late request and its undo's
+    /// copy): a shutdown of `client` within that time may leave the
+    /// actor's field in `name` until they ran.
+    HeldBack {
+        actor: ActorId,
+        client: String,
+        name: String,
+        for_ms: u64,
+    },
     /// A fault starts on server `server` (`kill-normal`, `kill-pubsub`,
     /// `sleep-<ms>`, `restart`).
     FaultStart { server: u8, kind: String },

@@ -235,6 +235,10 @@ pub(crate) struct Model {
     /// Acquires that failed with an error (the hold may exist in Redis
     /// all the same): `(at, actor, client, names)`.
     pub(crate) failed: Vec<(Instant, ActorId, String, Vec<String>)>,
+    /// Until when requests of an actor through a client on a name were
+    /// held back at the proxy, or what follows them on its way
+    /// (`Event::HeldBack`).
+    pub(crate) held_back: Vec<(Instant, ActorId, String, String)>,
     /// When each client set's `shutdown()` first returned.
     pub(crate) gone: HashMap<String, Instant>,
     /// What the scans after shutdowns found (see `remains.rs`).
@@ -312,6 +316,7 @@ impl Model {
             misses: HashMap::new(),
             op_targets: HashMap::new(),
             failed: Vec::new(),
+            held_back: Vec::new(),
             gone: HashMap::new(),
             remains: Vec::new(),
             tids: HashMap::new(),
@@ -508,6 +513,17 @@ impl Model {
                 Event::Tid { actor, tid } => {
                     m.tids.insert(*actor, *tid);
                 }
+                Event::HeldBack {
+                    actor,
+                    client,
+                    name,
+                    for_ms,
+                } => m.held_back.push((
+                    at + Duration::from_millis(*for_ms),
+                    *actor,
+                    client.clone(),
+                    name.clone(),
+                )),
                 Event::FaultStart { server, kind } => {
                     faults.insert((*server, kind.clone()), at);
                 }

@@ -436,6 +436,15 @@ pub(crate) fn render_event(m: &Model, at: Instant, event: &Event) -> String {
             tids,
         } => format!("{client:<10} left {name} on server{server} with fields of thread(s) {tids}"),
         Event::Tid { actor, tid } => format!("{:<10} has thread number {tid}", who(actor)),
+        Event::HeldBack {
+            actor,
+            name,
+            for_ms,
+            ..
+        } => format!(
+            "{:<10} a request on {name} held back, its last on its way for up to {for_ms} ms",
+            who(actor)
+        ),
         Event::FaultStart { server, kind } => {
             format!("{:<10} FAULT {kind} starts", format!("server{server}"))
         }
@@ -467,6 +476,7 @@ pub(crate) fn excerpt(m: &Model, events: &[Stamped], v: &Violation) -> Vec<Strin
             Event::Lost { name, .. } => v.names.iter().any(|n| name.ends_with(&format!(":{n}"))),
             Event::Remains { name, .. } => on_focus(name),
             Event::Tid { actor, .. } => v.actors.contains(actor),
+            Event::HeldBack { name, .. } => on_focus(name),
             Event::FaultStart { .. }
             | Event::FaultEnd { .. }
             | Event::ClientDown { .. }

@@ -71,7 +71,14 @@ fn accounted(m: &Model, actor: ActorId, r: &Remain) -> bool {
                     && h.enter <= alive_at_shutdown
             })
     });
+    // Its own requests held back at the proxy across the shutdown (an
+    // in-flight case's late request, or its undo's copy): they run after
+    // the shutdown's grace, and what they take or leave is theirs.
+    let held_back = m.held_back.iter().any(|(until, a, client, name)| {
+        *a == actor && *client == r.client && *name == r.name && *until > down
+    });
     lingers
+        || held_back
         || m.failed.iter().any(|(at, a, client, names)| {
             *a == actor
                 && *client == r.client

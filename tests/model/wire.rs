@@ -137,6 +137,18 @@ pub(crate) fn encode(event: &Event) -> String {
             clean(tids),
         ],
         Event::Tid { actor, tid } => vec!["tid".into(), actor.to_string(), tid.to_string()],
+        Event::HeldBack {
+            actor,
+            client,
+            name,
+            for_ms,
+        } => vec![
+            "heldback".into(),
+            actor.to_string(),
+            clean(client),
+            clean(name),
+            for_ms.to_string(),
+        ],
         Event::FaultStart { server, kind } => {
             vec!["faultstart".into(), server.to_string(), clean(kind)]
         }
@@ -254,6 +266,12 @@ pub(crate) fn decode(line: &str) -> Option<Event> {
         "tid" => Event::Tid {
             actor: f.num()?,
             tid: f.num()?,
+        },
+        "heldback" => Event::HeldBack {
+            actor: f.num()?,
+            client: f.text()?,
+            name: f.text()?,
+            for_ms: f.num()?,
         },
         "faultstart" => Event::FaultStart {
             server: f.num()?,

@@ -72,6 +72,17 @@ impl Actor {
                 Some(UndoCut { ran: false, .. }) => Action::LoseRequestAfter(delay),
             },
         });
+        if let Some(c) = cut {
+            // Its undo goes on a copy once the connection is cut: a
+            // shutdown before that copy ran leaves the late hold to it.
+            let for_ms = (CALL + delay + c.copy_held + SETTLE).as_millis() as u64;
+            self.record(Event::HeldBack {
+                actor: self.spec.id,
+                client: path.set.tag.clone(),
+                name: target.names[0].to_string(),
+                for_ms,
+            });
+        }
         let called = Instant::now();
         self.acquire_with(Arc::clone(&path.set), target.clone(), method, false, None);
         let returned = Instant::now();
