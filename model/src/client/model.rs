@@ -187,7 +187,7 @@ impl Model for ClientModel {
             Action::Serve(w) => server::serve(cfg, &mut n, w),
             Action::Hear(c, to) => pubsub::hear(&mut n, c, to),
             Action::Tick => time::tick(cfg, &mut n),
-            Action::Fault(fault) => faults::apply(&self.cfg, &mut n, fault),
+            Action::Fault(fault) => faults::apply(&mut n, fault),
         }
         properties::clear_excuses(cfg, &mut n);
         normalize(&mut n);
