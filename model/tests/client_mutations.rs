@@ -216,3 +216,15 @@ fn undo_copies_that_overlap_deep_faults() {
         &[EXCLUSION, AT_REST],
     );
 }
+
+/// A hold handed to a parked thread of an owner recorded by the waiter
+/// itself, without a turn (the library before a148de8): the owner's other
+/// thread re-enters before the waiter wakes.
+#[test]
+fn a_handed_hold_recorded_by_the_waiter() {
+    let cfg = mutated(
+        ClientMutation::WaiterRecordsHandedHold,
+        Config::owner_handover(),
+    );
+    counterexample("waiter records the handed hold", cfg, &[EXCLUSION, AT_REST]);
+}
