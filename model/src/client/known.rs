@@ -1,7 +1,7 @@
 //! Defects of the library as built that the model found, each excused by
 //! name in the configurations CI explores (so that they find anything
 //! else), and each found again by a test of its own with its excuse off
-//! (`tests/client_found.rs`), beside a deterministic test against a real
+//! (`tests/client_found.rs`, gone while none is known), beside a deterministic test against a real
 //! server (`tests/faults/model_found.rs`, failing until fixed). Once one
 //! is fixed in `src/`, the model's mirror of the fix makes its test here
 //! fail: then the entry goes.
