@@ -30,8 +30,8 @@
 //!   the watchdog, waiters, kept wake-ups and direct hand-over; faults as
 //!   transitions within a budget and time in ticks; the properties of
 //!   issue 40 checked in every state, reachability checks, past defects
-//!   as mutations, and the defects it found in the library
-//!   ([`client::Known`]).
+//!   as mutations, and the defects it found in the library and not yet
+//!   fixed ([`client::Known`]: none at present).
 //!
 //! # Running
 //!
@@ -42,7 +42,6 @@
 //! cargo test -p redhold-model --test toy           # the toy model, and its mutation
 //! cargo test -p redhold-model --test client        # the client model's configurations
 //! cargo test -p redhold-model --test client_mutations -- --nocapture  # past defects, traces
-//! cargo test -p redhold-model --test client_found -- --nocapture      # defects it found
 //! REDHOLD_MODEL_LIMIT_SECS=3600 cargo test -p redhold-model --test client -- --ignored --nocapture deep  # by hand
 //! ```
 //!

@@ -72,6 +72,11 @@ fn owner_shared_by_two_threads() {
     explore("owner", Config::owner(), &[RAN_TWICE, LATE]);
 }
 
+#[test]
+fn owner_hand_over() {
+    explore("owner-handover", Config::owner_handover(), &[]);
+}
+
 /// Three threads, tries and waits, re-entries, no fault: by hand (see
 /// `docs/reliability.md` for its figures).
 #[test]

@@ -167,6 +167,15 @@ fn an_undo_cut_before_its_reply_and_never_sent_again() {
     counterexample("no undo resend", cfg, &[EXCLUSION, AT_REST]);
 }
 
+/// An undo that cannot follow its late attempt's cut connection, not
+/// kept (the library before 3fc6f44; found by this model as
+/// `Known::UndoCannotFollowCut`).
+#[test]
+fn an_undo_that_cannot_follow_its_cut_late_attempt_and_is_not_kept() {
+    let cfg = mutated(ClientMutation::UndoNotWrittenLost, Config::plain_faults());
+    counterexample("undo not written lost", cfg, &[EXCLUSION, AT_REST]);
+}
+
 /// A copy of the undo whose reply did not come, dropped while it may
 /// still run, and another sent: three faults (a held-back attempt, the
 /// undo's connection cut, the copy held back), one more than
@@ -206,4 +215,16 @@ fn undo_copies_that_overlap_deep_faults() {
         cfg,
         &[EXCLUSION, AT_REST],
     );
+}
+
+/// A hold handed to a parked thread of an owner recorded by the waiter
+/// itself, without a turn (the library before a148de8): the owner's other
+/// thread re-enters before the waiter wakes.
+#[test]
+fn a_handed_hold_recorded_by_the_waiter() {
+    let cfg = mutated(
+        ClientMutation::WaiterRecordsHandedHold,
+        Config::owner_handover(),
+    );
+    counterexample("waiter records the handed hold", cfg, &[EXCLUSION, AT_REST]);
 }

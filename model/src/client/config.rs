@@ -101,11 +101,12 @@ pub struct Config {
     pub script_mutation: Option<Mutation>,
     /// Defects of the library as built that the properties excuse.
     pub excused: Vec<Known>,
-    /// Clients whose threads all act for one `Owner` (`Lock<K, Owner>`):
-    /// one field (`<uuid>:<owner id>`; thread 0's here), so one lane and
-    /// one renewal record, and any of them may release a hold another
-    /// took. Their threads share one lease.
-    pub owners: Vec<u8>,
+    /// Clients with threads that act for one `Owner` (`Lock<K, Owner>`),
+    /// and how many (its first ones; the others act for themselves): one
+    /// field (`<uuid>:<owner id>`; thread 0's here), so one lane and one
+    /// renewal record, and any of them may release a hold another took.
+    /// They share one lease.
+    pub owners: Vec<(u8, u8)>,
 }
 
 impl Config {
@@ -169,7 +170,7 @@ impl Config {
     /// The thread whose field, lane and renewal record thread `(c, t)`
     /// acts for: itself, or its owner's (thread 0 of an owner's client).
     pub fn holder(&self, c: u8, t: u8) -> u8 {
-        if self.owners.contains(&c) {
+        if self.owners.iter().any(|&(o, n)| o == c && t < n) {
             0
         } else {
             t

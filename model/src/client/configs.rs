@@ -117,9 +117,24 @@ impl Config {
     pub fn owner() -> Config {
         Config {
             clients: vec![vec![Lease::Watched, Lease::Watched], vec![Lease::Ticks(2)]],
-            owners: vec![0],
+            owners: vec![(0, 2)],
             release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
             fault_budget: 1,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// One client: two threads acting for one `Owner` and a thread of its
+    /// own (all watched), tries and waits, re-entry, drops, no fault: a
+    /// hand-over from the plain thread to a parked thread of the owner
+    /// while the owner's other thread re-enters (a148de8).
+    pub fn owner_handover() -> Config {
+        Config {
+            clients: vec![vec![Lease::Watched, Lease::Watched, Lease::Watched]],
+            owners: vec![(0, 2)],
+            waits: true,
+            fault_budget: 0,
+            faults: Vec::new(),
             ..Config::plain_faults()
         }
     }

@@ -4,11 +4,9 @@
 //! client's pub/sub connection dropped, a client crashed.
 
 use super::config::{Config, Fault};
-use super::job::{CallAt, Job};
-use super::known::Known;
+use super::job::Job;
 use super::pubsub;
-use super::state::{Lane, Request, State, WireId};
-use crate::call::Call;
+use super::state::{Lane, State, WireId};
 use crate::keyspace::Keyspace;
 
 /// One fault, or a partition's end.
@@ -70,12 +68,12 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<FaultAction>) {
 }
 
 /// Injects `fault`.
-pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
+pub fn apply(s: &mut State, fault: FaultAction) {
     if !matches!(fault, FaultAction::Heal(_)) {
         s.faults_left -= 1;
     }
     match fault {
-        FaultAction::Cut(w) => cut(cfg, s, w),
+        FaultAction::Cut(w) => cut(s, w),
         FaultAction::HoldBack(w) => {
             let wire = &mut s.wires[usize::from(w)];
             wire.held = true;
@@ -84,15 +82,15 @@ pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
         FaultAction::Partition(c) => {
             s.clients[usize::from(c)].partitioned = true;
             s.clients[usize::from(c)].inbox = 0;
-            cut_all(cfg, s, |wire_client, _| wire_client == c);
+            cut_all(s, |wire_client, _| wire_client == c);
         }
         FaultAction::Heal(c) => {
             s.clients[usize::from(c)].partitioned = false;
-            cut_all(cfg, s, |wire_client, silent| wire_client == c && silent);
+            cut_all(s, |wire_client, silent| wire_client == c && silent);
             pubsub::wake_all(s, c);
         }
         FaultAction::Restart => {
-            cut_all(cfg, s, |_, _| true);
+            cut_all(s, |_, _| true);
             s.redis = Keyspace::new();
             for c in 0..s.clients.len() as u8 {
                 for thread in &mut s.clients[usize::from(c)].threads {
@@ -105,7 +103,7 @@ pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
         }
         FaultAction::PubSubDrop(c) => pubsub::wake_all(s, c),
         FaultAction::Crash(c) => {
-            cut_all(cfg, s, |wire_client, _| wire_client == c);
+            cut_all(s, |wire_client, _| wire_client == c);
             let client = &mut s.clients[usize::from(c)];
             client.up = false;
             client.inbox = 0;
@@ -121,41 +119,20 @@ pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
     }
 }
 
-fn cut_all(cfg: &Config, s: &mut State, which: impl Fn(u8, bool) -> bool) {
+fn cut_all(s: &mut State, which: impl Fn(u8, bool) -> bool) {
     for w in 0..s.wires.len() {
         let wire = &s.wires[w];
         if !wire.cut && which(wire.client, wire.silent) {
-            cut(cfg, s, w as WireId);
+            cut(s, w as WireId);
         }
     }
 }
 
-/// Cuts `w`. An undo written behind a late acquire is sent again once
-/// its connection failed (`undo.rs`); a late acquire's connection cut
-/// before its call wrote the undo leaves, when it ran, a hold nobody
-/// stands for until it expires (`Known::UndoCannotFollowCut`): the
-/// thread is excused from the at-rest count meanwhile.
-fn cut(cfg: &Config, s: &mut State, w: WireId) {
-    let c = s.wire(w).client;
-    // A late acquire that never ran leaves nothing behind.
-    let ran = !s.wire(w).requests.iter().any(|r| {
-        matches!(
-            r,
-            Request::Script(Call::Acquire { .. } | Call::FencedAcquire { .. })
-        )
-    });
-    let n = s.clients[usize::from(c)].threads.len() as u8;
-    for t in 0..n {
-        let thread = s.thread(c, t);
-        // Kept for its undo, or about to be: its response timeout passed
-        // before the cut (the library keeps it as the timeout fires).
-        let late = matches!(&thread.job, Job::Acquire(call) if call.late.contains(&w)
-            || matches!(call.at, CallAt::Sent(send, _) if send.wire == w && send.expired));
-        if ran && late && cfg.excuses(Known::UndoCannotFollowCut) {
-            // The thread's call counts for the field it acts for.
-            s.thread_mut(c, cfg.holder(c, t)).ghost.leak_excused = true;
-        }
-    }
+/// Cuts `w`: its requests not run yet never will, its replies are lost.
+/// An undo behind a late acquire is sent again once its connection failed
+/// (`undo.rs`), and one that could not follow its late attempt's cut
+/// connection is kept unwritten, to be sent on another (`finish.rs`).
+fn cut(s: &mut State, w: WireId) {
     let wire = &mut s.wires[usize::from(w)];
     wire.cut = true;
     wire.requests.clear();

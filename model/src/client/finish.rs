@@ -10,7 +10,6 @@ use super::acquire::{Flow, MAX_ORPHANS};
 use super::config::Config;
 use super::holds;
 use super::job::{Call, CallAt, Outcome, Send, Settle};
-use super::known::Known;
 use super::mutation::ClientMutation;
 use super::retry::{self, Progress};
 use super::server::{take_reply, Read};
@@ -174,13 +173,13 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
         for (n, wire) in late.into_iter().enumerate() {
             let releases = if n == last { 1 + cut } else { 1 };
             if s.wire(wire).cut {
-                // It cannot follow (`Trailing::follow` fails: "its undo
-                // could not follow it"): the late request ran or never
-                // will, and nothing sends the undo, nor a copy of it.
-                if releases > 1 && cfg.excuses(Known::UndoCannotFollowCut) {
-                    // ... and the give-back of the cut attempts' holds,
-                    // which rides on it, is lost too.
-                    holds::excuse_leak(s, c, h);
+                // It cannot follow (`Trailing::follow` fails with the
+                // connection's error, not a timeout): the late request ran
+                // or never will, and the undo is kept as one whose
+                // connection failed (`Trailing::unwritten`, 3fc6f44), so
+                // that its first settle sends it on another connection.
+                if !cfg.mutated(ClientMutation::UndoNotWrittenLost) {
+                    super::undo::unwritten(cfg, s, c, h, above, releases);
                 }
                 continue;
             }

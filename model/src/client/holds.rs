@@ -103,10 +103,45 @@ pub fn add(
         count: 1,
         left,
         token,
+        handed: 0,
     });
     thread.ghost.wiped = false;
     thread.ghost.intruded = false;
     holds.saturating_sub(1)
+}
+
+/// A local release handed the lock to a parked waiter acting for field
+/// `(c, t)` (`RenewalMap::add_handed`, a148de8): recorded by the release,
+/// under the successor's lane turn, as Redis counts it: one hold, a new
+/// generation (a record still live is stale: the field held nothing when
+/// the lock was handed to it), its lease from the waiter's reservation,
+/// to be claimed by the waiter.
+pub fn add_handed(cfg: &Config, s: &mut State, (c, t): (u8, u8), token: Option<i64>) {
+    add(cfg, s, (c, t), 1, 0, false, token);
+    if let Some(gen) = &mut s.thread_mut(c, t).gen {
+        gen.handed += 1;
+    }
+}
+
+/// The waiter handed a hold of field `(c, t)` claims its record
+/// (`RenewalMap::claim_handed`): false once its generation ended (the
+/// waiter tries the lock again).
+pub fn claim_handed(s: &mut State, c: u8, t: u8) -> bool {
+    match &mut s.thread_mut(c, t).gen {
+        Some(gen) if gen.handed > 0 => {
+            gen.handed -= 1;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Holds of field `(c, t)` a guard stands for: the record's, less those
+/// handed and not claimed yet.
+pub fn guarded(s: &State, c: u8, t: u8) -> u8 {
+    s.thread(c, t)
+        .gen
+        .map_or(0, |g| g.count.saturating_sub(g.handed))
 }
 
 /// Redis may count a hold of thread `(c, t)` that no guard stands for

@@ -13,7 +13,7 @@
 //! | [`finish`] | `engine/finish.rs`, `attempt.rs` (`settle_unsure`, `undo_late`, `undo_behind`) |
 //! | [`release`] | `engine/release.rs`, `engine/unguarded.rs` |
 //! | [`settle`] | `lane/one.rs` (`settle`), `lane/entry.rs`, `lane/pending.rs` |
-//! | [`undo`] | `attempt.rs` (`undo_behind`), `lane/entry.rs` (`settle_undo`), `server/late.rs` (`Trailing`: `follow`, `confirm`, `resend`) |
+//! | [`undo`] | `attempt.rs` (`undo_behind`), `lane/entry.rs` (`settle_undo`, `resend`), `server/late.rs` (`Trailing`: `follow`, `unwritten`, `confirm`) |
 //! | [`worker`] | `lane/worker.rs` |
 //! | [`retry`] | `server/pool.rs` (retries), `kind/target.rs` (`ReleaseAttempts`), `Lane::push` |
 //! | [`holds`] | `renewals.rs` (`add`, `counted`, `release_one`, `mark_lost`) |

@@ -6,7 +6,7 @@ use super::faults::{self, FaultAction};
 use super::job::{Call, Job};
 use super::normalize::normalize;
 use super::state::{Broken, Client, State, Thread, WireId, Worker};
-use super::{acquire, events, properties, pubsub, release, render, server, time, worker};
+use super::{acquire, events, holds, properties, pubsub, release, render, server, time, worker};
 use crate::keyspace::Keyspace;
 use crate::search::{fingerprint, Model, Property};
 
@@ -105,7 +105,8 @@ impl Model for ClientModel {
                         // not taken by a release under way.
                         let h = cfg.holder(c, t);
                         let holds = s.thread(c, h).gen.map_or(0, |g| g.count);
-                        let guards = holds.saturating_sub(release::releasing(s, c, h));
+                        let guards =
+                            holds::guarded(s, c, h).saturating_sub(release::releasing(s, c, h));
                         if holds < cfg.max_holds {
                             if cfg.tries {
                                 out.push(Action::Begin {
@@ -187,7 +188,7 @@ impl Model for ClientModel {
             Action::Serve(w) => server::serve(cfg, &mut n, w),
             Action::Hear(c, to) => pubsub::hear(&mut n, c, to),
             Action::Tick => time::tick(cfg, &mut n),
-            Action::Fault(fault) => faults::apply(&self.cfg, &mut n, fault),
+            Action::Fault(fault) => faults::apply(&mut n, fault),
         }
         properties::clear_excuses(cfg, &mut n);
         normalize(&mut n);

@@ -68,6 +68,23 @@ pub enum ClientMutation {
     /// (`Known::CutAttemptsUndoLost`, found by this model in the library
     /// as built, fixed in 2bbaed6).
     NoUndoResend,
+    /// An undo that cannot be written behind its late attempt (the
+    /// connection failed first: `Trailing::follow` fails) is not kept, as
+    /// before 3fc6f44 (`attempt.rs`, `undo_behind` without
+    /// `Trailing::unwritten`): when the late attempt ran, or when the undo
+    /// carried the give-back of attempts cut before their reply, a hold
+    /// with no guard stays until it expires (`Known::UndoCannotFollowCut`,
+    /// found by this model in the library as built, fixed in 3fc6f44).
+    UndoNotWrittenLost,
+    /// A hold handed over by a local release is recorded by the woken
+    /// waiter, without a turn, as before a148de8 (`park_end.rs`,
+    /// `handed_over` recording a new generation of one hold; no
+    /// `RenewalMap::add_handed` in `release.rs`): another thread of the
+    /// same owner re-entering before the waiter wakes finds Redis counting
+    /// one hold more than the map and gives it back as counted twice, then
+    /// the waiter's record marks the re-entry's lost: Redis counts one hold
+    /// for two guards (found by the library's seeded checker with owners).
+    WaiterRecordsHandedHold,
     /// A copy of an undo sent again whose reply did not come in time is
     /// dropped instead of kept (`late.rs`, `resend` without keeping the
     /// late copy), so that the next settle sends another while it may
@@ -101,5 +118,7 @@ impl ClientMutation {
         ClientMutation::NoTakeMark,
         ClientMutation::NoUndoResend,
         ClientMutation::UndoCopiesOverlap,
+        ClientMutation::UndoNotWrittenLost,
+        ClientMutation::WaiterRecordsHandedHold,
     ];
 }

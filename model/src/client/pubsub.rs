@@ -4,7 +4,8 @@
 //! (`Waiters::reserve`), and a local taking of the lock ends every park by
 //! its TTL (`Waiters::bound_parked`). Which waiter is the oldest depends
 //! on who parked first: a message may go to any of them; a reservation
-//! (with at most one other thread per client in the configurations) and a
+//! (with at most one other thread per client in the configurations, but
+//! for `owner_handover`'s three, whose two owner threads are alike) and a
 //! passed-on wake-up go to the lowest-numbered.
 
 use super::config::Config;

@@ -288,6 +288,15 @@ fn released(
 ) -> Flow {
     if let Some(next) = successor {
         let wake = if code == Some(2) {
+            if !cfg.mutated(ClientMutation::WaiterRecordsHandedHold) {
+                // Recorded now, under the successor's turn, as Redis
+                // counts it (a148de8): a re-entry by another thread of
+                // the same owner before the waiter wakes is one more hold
+                // of it.
+                let to = cfg.holder(c, next);
+                super::fencing::granted(s, c, to, token);
+                holds::add_handed(cfg, s, (c, to), token);
+            }
             Wake::HandedOver(token)
         } else {
             Wake::Unsettled

@@ -156,6 +156,10 @@ pub struct Gen {
     pub left: u8,
     /// The fencing token of its last grant.
     pub token: Option<i64>,
+    /// Holds of it a local release handed to a parked waiter that has not
+    /// claimed them yet (`RenewalMap::add_handed`, a148de8): counted, no
+    /// guard's yet.
+    pub handed: u8,
 }
 
 /// The properties' view of a thread.

@@ -7,7 +7,8 @@
 //!
 //! Once its connection failed before those replies (2bbaed6: the late
 //! acquire ran or never will, its undo with it or not), the same releases
-//! with the same ids go again on a new connection (`Trailing::resend`),
+//! with the same ids go again on a new connection (`lane/entry.rs`,
+//! `resend`),
 //! one copy at a time: a copy whose reply does not come within the
 //! settle's deadline is kept and read like the first (no other copy goes
 //! while it may run); a copy whose connection fails lets the next settle
@@ -18,6 +19,14 @@
 //! copies (`Trailing::untracked`: a connection that cannot be followed,
 //! the cluster's) is out of reach here: every connection of the model can
 //! be followed, and every copy that times out is kept.
+//!
+//! An undo that cannot be written behind its late attempt because that
+//! connection failed first (3fc6f44: `Trailing::follow` fails with the
+//! connection's error; the late request ran or never will) is kept as one
+//! whose connection failed (`Trailing::unwritten`): its first settle sends
+//! a copy. A write that times out (written in part, maybe) sends no copy
+//! and is left to the orphan rules; the model has no such write (a write
+//! to a connection not cut always goes through).
 
 use super::config::Config;
 use super::holds;
@@ -61,6 +70,25 @@ pub fn follow(cfg: &Config, s: &mut State, c: u8, lane: u8, wire: WireId, above:
         lane,
         Entry::Undo {
             wire: Some(wire),
+            keep: cfg.latch_ticks(),
+            above,
+            ids,
+        },
+    );
+}
+
+/// Keeps the undo behind a late attempt whose connection failed before
+/// the undo was written (`Trailing::unwritten`): no connection, so that
+/// its first settle sends it on another (as [`settle_undo`] does once an
+/// undo's connection failed).
+pub fn unwritten(cfg: &Config, s: &mut State, c: u8, lane: u8, above: u8, n: u8) {
+    let ids: Vec<ReqId> = (0..n).map(|_| s.fresh_id()).collect();
+    super::retry::push(
+        s,
+        c,
+        lane,
+        Entry::Undo {
+            wire: None,
             keep: cfg.latch_ticks(),
             above,
             ids,

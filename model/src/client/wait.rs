@@ -124,11 +124,22 @@ pub fn parked(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, park: 
     };
     match woke {
         Wake::HandedOver(token) => {
-            // One hold, its lease from the hand-over (`handed_over`).
             let h = cfg.holder(c, t);
-            super::fencing::granted(s, c, h, token);
-            holds::add(cfg, s, (c, h), 1, 0, false, token);
-            decide(cfg, s, c, t, call, Outcome::Got)
+            if cfg.mutated(ClientMutation::WaiterRecordsHandedHold) {
+                // The library before a148de8: the waiter records the hold
+                // itself, without a turn (one hold, a new generation).
+                super::fencing::granted(s, c, h, token);
+                holds::add(cfg, s, (c, h), 1, 0, false, token);
+                return decide(cfg, s, c, t, call, Outcome::Got);
+            }
+            // It claims the hold the release recorded (`handed_over`,
+            // `claim_handed`); once that generation ended, it tries again.
+            if holds::claim_handed(s, c, h) {
+                return decide(cfg, s, c, t, call, Outcome::Got);
+            }
+            call.handed_wake = true;
+            call.at = CallAt::Step;
+            Flow::Continue
         }
         other => {
             call.handed_wake = matches!(other, Wake::Notified | Wake::Unsettled);
