@@ -27,6 +27,7 @@ fn renewals_of(lock: &str) -> Matcher {
                 .to_vec(),
         ),
         containing: vec![lock.as_bytes().to_vec()],
+        excluding: Vec::new(),
         skip: 0,
     }
 }

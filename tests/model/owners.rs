@@ -342,7 +342,11 @@ pub(crate) fn owner_matcher(
     if releases {
         containing.push("redisson_unlock_latch:");
     }
-    Some(Matcher::script(&set.full(name), &containing))
+    // Never the watchdog's renewal batch (`lua/renew.lua`): it renews
+    // every watched hold of the client, so holding it back stalls them
+    // all, a fault of the client's path, not one on the owner's requests.
+    let renew = redis::Script::new(include_str!("../../lua/renew.lua"));
+    Some(Matcher::script(&set.full(name), &containing).excluding(&[renew.get_hash()]))
 }
 
 /// A fault armed on an owner's requests.

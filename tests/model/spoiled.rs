@@ -99,6 +99,7 @@ pub(crate) fn arm(
             commands: vec!["EVALSHA".into()],
             exact: Some(redis::Script::new(script).get_hash().as_bytes().to_vec()),
             containing: vec![full.into_bytes(), uuid.into_bytes()],
+            excluding: Vec::new(),
             skip: 0,
         },
         action,
