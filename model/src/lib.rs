@@ -65,5 +65,6 @@ pub mod names;
 pub mod reply;
 pub mod scripts;
 pub mod search;
+pub mod semaphore;
 pub mod toy;
 pub mod wire;
