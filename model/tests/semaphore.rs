@@ -17,9 +17,10 @@ fn run(cfg: Config, depth: usize) -> Report<SemaphoreModel> {
     };
     let report = check(&model, bounds);
     eprintln!(
-        "{:?}: {} states, depth {}, {:.2?}, events {:?}",
+        "{:?}: {} states, {} transitions, depth {}, {:.2?}, events {:?}",
         model.cfg.mutation,
         report.states,
+        report.transitions,
         report.depth,
         report.elapsed,
         model_events(&model, report.events)
