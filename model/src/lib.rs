@@ -32,6 +32,11 @@
 //!   issue 40 checked in every state, reachability checks, past defects
 //!   as mutations, and the defects it found in the library and not yet
 //!   fixed ([`client::Known`]: none at present).
+//! - **The semaphore's client.** [`semaphore`] is the `Semaphore`'s
+//!   acquire calls (their request latch, attempts, waits and outage
+//!   ride-through, the give-back behind late attempts or carried on by the
+//!   release worker) and releases, with cuts and held-back replies: the
+//!   conservation of permits checked in every state.
 //!
 //! # Running
 //!
@@ -65,5 +70,6 @@ pub mod names;
 pub mod reply;
 pub mod scripts;
 pub mod search;
+pub mod semaphore;
 pub mod toy;
 pub mod wire;
