@@ -11,7 +11,7 @@ mod client {
 }
 
 use client::support::explore;
-use redhold_model::client::Config;
+use redhold_model::client::{Config, Kind};
 
 const RAN_TWICE: &str = "a release ran twice at the server";
 const LATE: &str = "a late acquire ran after its call returned";
@@ -68,6 +68,33 @@ fn spin_lock() {
 }
 
 #[test]
+fn fair_lock_tries() {
+    explore(
+        "fair",
+        Config::kind_ci(Kind::Fair),
+        &[RAN_TWICE, LATE, ABANDONED],
+    );
+}
+
+#[test]
+fn write_lock_tries() {
+    explore(
+        "write",
+        Config::kind_ci(Kind::Write),
+        &[RAN_TWICE, LATE, ABANDONED],
+    );
+}
+
+#[test]
+fn read_lock_tries() {
+    explore(
+        "read",
+        Config::kind_ci(Kind::Read),
+        &[RAN_TWICE, LATE, ABANDONED],
+    );
+}
+
+#[test]
 fn owner_shared_by_two_threads() {
     explore("owner", Config::owner(), &[RAN_TWICE, LATE]);
 }
@@ -103,4 +130,22 @@ fn deep_faults() {
         Config::deep_faults(),
         &[RAN_TWICE, LATE, ABANDONED],
     );
+}
+
+/// The fair, write and read locks' release paths with drops and unlocks
+/// and two faults: by hand.
+#[test]
+#[ignore]
+fn deep_kinds() {
+    for (name, kind) in [
+        ("deep-fair", Kind::Fair),
+        ("deep-write", Kind::Write),
+        ("deep-read", Kind::Read),
+    ] {
+        explore(
+            name,
+            Config::kind_faults(kind),
+            &[RAN_TWICE, LATE, ABANDONED],
+        );
+    }
 }

@@ -8,7 +8,7 @@ mod client {
 }
 
 use client::support::counterexample;
-use redhold_model::client::{ClientMutation, Config, Fault, Lease, ReleaseMode};
+use redhold_model::client::{ClientMutation, Config, Fault, Kind, Lease, ReleaseMode};
 use redhold_model::scripts::Mutation;
 
 const EXCLUSION: &str = "mutual exclusion";
@@ -97,6 +97,37 @@ fn a_not_held_reply_taken_as_ok() {
 fn a_gone_on_retry_release_not_latched() {
     let cfg = script(Mutation::RetryGoneNotLatched, Config::plain_faults());
     counterexample("gone on retry not latched", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_gone_on_retry_fair_release_not_latched() {
+    let cfg = script(
+        Mutation::FairRetryGoneNotLatched,
+        Config::kind_ci(Kind::Fair),
+    );
+    counterexample("fair gone on retry not latched", cfg, &[EXCLUSION, AT_REST]);
+}
+
+#[test]
+fn a_gone_on_retry_write_release_not_latched() {
+    let cfg = script(
+        Mutation::WriteRetryGoneNotLatched,
+        Config::kind_ci(Kind::Write),
+    );
+    counterexample(
+        "write gone on retry not latched",
+        cfg,
+        &[EXCLUSION, AT_REST],
+    );
+}
+
+#[test]
+fn a_gone_on_retry_read_release_not_latched() {
+    let cfg = script(
+        Mutation::ReadRetryGoneNotLatched,
+        Config::kind_ci(Kind::Read),
+    );
+    counterexample("read gone on retry not latched", cfg, &[AT_REST]);
 }
 
 #[test]

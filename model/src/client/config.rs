@@ -26,6 +26,41 @@ pub enum Kind {
     Fenced,
     /// `SpinLock`: the plain scripts, no pub/sub: waiters back off.
     Spin,
+    /// `FairLock` (`kind/fair.rs`), tries only: `fair_acquire.lua` with
+    /// no queue joined (`Engine`'s try path, `try_acquire(false)`), so the
+    /// queue stays empty and the clock the scripts take is never read;
+    /// `fair_release.lua`, no hand-over.
+    Fair,
+    /// `WriteLock` (`kind/read_write.rs`, `Write`), tries only:
+    /// `write_acquire.lua`, `write_release.lua` under the `:write` field.
+    Write,
+    /// `ReadLock` (`kind/read_write.rs`, `Read`), tries only, readers
+    /// only (so they share: no exclusion to check): `read_acquire.lua`
+    /// with a key per hold, `read_release.lua`, renewed as `r`.
+    Read,
+}
+
+impl Kind {
+    /// Whether the kind's waits are modelled (the fair queue and the
+    /// read-write channel's waits are not: its configurations only try).
+    pub fn waits_modelled(self) -> bool {
+        matches!(self, Kind::Plain | Kind::Fenced | Kind::Spin)
+    }
+
+    /// Whether its holds are renewed as `h` (`RenewKind::Hash`): all but
+    /// the read lock, whose release answers 0 whether the caller's own
+    /// holds or other readers' remain, so that only a hash kind's last
+    /// release gives back holds no guard stands for (`release.rs`,
+    /// `released`; `pending.rs`, `answered`).
+    pub fn renewed_as_hash(self) -> bool {
+        self != Kind::Read
+    }
+
+    /// Whether a release may hand the lock over (`release.lua`'s
+    /// successor: the plain and fenced kinds, `hash.rs`, `release_to`).
+    pub fn hands_over(self) -> bool {
+        matches!(self, Kind::Plain | Kind::Fenced)
+    }
 }
 
 /// How a thread's holds are kept alive.
@@ -180,5 +215,10 @@ impl Config {
     /// Whether waiters subscribe to the lock's channel (all but spin).
     pub fn pubsub(&self) -> bool {
         self.kind != Kind::Spin
+    }
+
+    /// Whether two holders may hold at once (readers share).
+    pub fn exclusive(&self) -> bool {
+        self.kind != Kind::Read
     }
 }

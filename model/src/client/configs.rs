@@ -102,6 +102,28 @@ impl Config {
         }
     }
 
+    /// Another kind's release path (fair, write or read): the two
+    /// clients of [`plain_faults`](Self::plain_faults), tries (their waits
+    /// are not modelled), drops and unlocks, re-entry, two faults among
+    /// cuts and held-back requests: latches, retries, late attempts and
+    /// their undos (`above:N`), the worker, renewals.
+    pub fn kind_faults(kind: Kind) -> Config {
+        Config {
+            kind,
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            ..Config::plain_faults()
+        }
+    }
+
+    /// [`kind_faults`](Self::kind_faults) in CI: drops only, one fault.
+    pub fn kind_ci(kind: Kind) -> Config {
+        Config {
+            release_modes: vec![ReleaseMode::Drop],
+            fault_budget: 1,
+            ..Config::kind_faults(kind)
+        }
+    }
+
     /// The spin lock: waits back off, no pub/sub, one fault.
     pub fn spin() -> Config {
         Config {

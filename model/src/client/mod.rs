@@ -19,6 +19,7 @@
 //! | [`holds`] | `renewals.rs` (`add`, `counted`, `release_one`, `mark_lost`) |
 //! | [`time`] | the response timeout, leases, latches, `watchdog.rs` |
 //! | [`faults`] | the fault proxy's cuts and hold-backs, partitions, restarts, crashes |
+//! | [`requests`], [`config`] (`Kind`) | `kind/hash.rs`, `kind/fenced.rs`, `kind/fair.rs`, `kind/read_write.rs` (`try_acquire`, `release`) |
 //! | [`config`] (`owners`, `holder`) | `Owner`: its threads share one field, lane and renewal record |
 //!
 //! **Abstractions** (each a choice the properties do not depend on, or

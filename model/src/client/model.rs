@@ -55,6 +55,11 @@ pub enum Action {
 impl ClientModel {
     /// The model of `cfg`.
     pub fn new(cfg: Config) -> ClientModel {
+        assert!(
+            !cfg.waits || cfg.kind.waits_modelled(),
+            "the {:?} kind's waits are not modelled",
+            cfg.kind
+        );
         ClientModel { cfg }
     }
 }

@@ -83,7 +83,12 @@ fn visit(clients: &mut [Client], f: &mut dyn FnMut(Ref<'_>)) {
 /// The latch id a request names, if any.
 fn latch_of(request: &mut Request) -> Option<&mut ReqId> {
     match request {
-        Request::Script(Call::Release { latch, .. }) => Some(&mut latch.0),
+        Request::Script(
+            Call::Release { latch, .. }
+            | Call::FairRelease { latch, .. }
+            | Call::WriteRelease { latch, .. }
+            | Call::ReadRelease { latch, .. },
+        ) => Some(&mut latch.0),
         _ => None,
     }
 }

@@ -20,7 +20,7 @@ pub fn all() -> Vec<Property<ClientModel>> {
     vec![
         Property {
             name: "mutual exclusion",
-            holds: |m, s| holders(&m.cfg, s) <= 1,
+            holds: |m, s| !m.cfg.exclusive() || holders(&m.cfg, s) <= 1,
         },
         Property {
             name: "no unlock says Ok for a hold another holder entered",
@@ -91,21 +91,21 @@ pub fn at_rest(s: &State) -> bool {
 }
 
 /// Holds Redis counts under thread `(c, t)`'s field.
-pub fn in_redis(s: &State, c: u8, t: u8) -> u8 {
-    match s.redis.hget(Key::Name(LOCK), field(c, t)) {
+pub fn in_redis(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
+    match s.redis.hget(Key::Name(LOCK), field(cfg.kind, c, t)) {
         Ok(Some(HashValue::Int(n))) => n.clamp(0, 255) as u8,
         _ => 0,
     }
 }
 
-fn counts_match(_cfg: &Config, s: &State) -> bool {
+fn counts_match(cfg: &Config, s: &State) -> bool {
     s.clients
         .iter()
         .enumerate()
         .filter(|(_, c)| c.up)
         .all(|(c, client)| {
             client.threads.iter().enumerate().all(|(t, thread)| {
-                let redis = in_redis(s, c as u8, t as u8);
+                let redis = in_redis(cfg, s, c as u8, t as u8);
                 match thread.gen {
                     // Expired as the client counts, or wiped: Redis may have
                     // dropped it already, or keep it a little longer.
@@ -160,7 +160,7 @@ pub fn clear_excuses(cfg: &Config, s: &mut State) {
             let idle = (0..n)
                 .filter(|&o| cfg.holder(c, o) == t)
                 .all(|o| matches!(s.thread(c, o).job, Job::Idle));
-            if s.thread(c, t).ghost.leak_excused && idle && in_redis(s, c, t) == 0 {
+            if s.thread(c, t).ghost.leak_excused && idle && in_redis(cfg, s, c, t) == 0 {
                 s.thread_mut(c, t).ghost.leak_excused = false;
             }
         }

@@ -6,7 +6,7 @@
 //! (`engine/unguarded.rs`), and what stays unconfirmed left to the lane.
 
 use super::acquire::Flow;
-use super::config::{Config, Kind, ReleaseMode};
+use super::config::{Config, ReleaseMode};
 use super::holds;
 use super::job::{Job, Rel, RelAt, RelSend, Settle, Wake};
 use super::mutation::ClientMutation;
@@ -236,7 +236,7 @@ fn send(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
 /// lane keeps nothing and nobody sends on it (`take_quiet`); else the
 /// reservation is dropped and the waiter tries itself.
 fn successor(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel) -> Option<u8> {
-    if rel.gen_live || cfg.kind == Kind::Spin {
+    if rel.gen_live || !cfg.kind.hands_over() {
         return None;
     }
     let n = s.clients[usize::from(c)].threads.len() as u8;
@@ -325,7 +325,7 @@ fn released(
         .iter()
         .filter(|e| matches!(e, Entry::Release(_) | Entry::Shared { .. }))
         .count();
-    if code == Some(0) && !rel.gen_live && releases == 0 {
+    if code == Some(0) && !rel.gen_live && cfg.kind.renewed_as_hash() && releases == 0 {
         // The generation's last hold, yet Redis counts more: holds no
         // guard stands for, given back within the same deadline.
         return give_back(cfg, s, c, h, rel, MAX_UNGUARDED - 1);

@@ -62,8 +62,90 @@ pub fn request(r: &Request) -> String {
                 latch.0
             )
         }
-        Request::Script(other) => format!("{other:?}"),
+        Request::Script(other) => other_kind(other),
     }
+}
+
+/// The fair, write and read kinds' acquires and releases.
+fn other_kind(call: &Call) -> String {
+    let word = |attempt: &Attempt| match attempt {
+        Attempt::First => "first".to_string(),
+        Attempt::Retry => "retry".to_string(),
+        Attempt::Above(n) => format!("above:{n}"),
+    };
+    match call {
+        Call::FairAcquire {
+            field,
+            lease,
+            reentry_only,
+            ..
+        } => acquire_line("fair_acquire.lua", who(*field), *lease, *reentry_only),
+        Call::WriteAcquire {
+            holder,
+            lease,
+            reentry_only,
+            ..
+        } => acquire_line(
+            "write_acquire.lua",
+            holder_name(*holder),
+            *lease,
+            *reentry_only,
+        ),
+        Call::ReadAcquire {
+            holder,
+            lease,
+            reentry_only,
+            ..
+        } => acquire_line(
+            "read_acquire.lua",
+            holder_name(*holder),
+            *lease,
+            *reentry_only,
+        ),
+        Call::FairRelease {
+            field,
+            latch,
+            attempt,
+            ..
+        } => format!(
+            "fair_release.lua {} latch #{} {}",
+            who(*field),
+            latch.0,
+            word(attempt)
+        ),
+        Call::WriteRelease {
+            holder,
+            latch,
+            attempt,
+            ..
+        } => format!(
+            "write_release.lua {} latch #{} {}",
+            holder_name(*holder),
+            latch.0,
+            word(attempt)
+        ),
+        Call::ReadRelease {
+            holder,
+            latch,
+            attempt,
+            ..
+        } => format!(
+            "read_release.lua {} latch #{} {}",
+            holder_name(*holder),
+            latch.0,
+            word(attempt)
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+fn holder_name(h: crate::names::Holder) -> String {
+    format!("c{}.t{}", h.client, h.thread)
+}
+
+fn acquire_line(file: &str, who: String, lease: i64, reentry_only: bool) -> String {
+    let flag = if reentry_only { " re-entry-only" } else { "" };
+    format!("{file} {who} lease {lease} ms{flag}")
 }
 
 fn wire(w: &Wire) -> String {

@@ -12,12 +12,21 @@ use crate::names::{Field, Holder, Name, Request as Latch};
 /// The one lock every thread takes.
 pub const LOCK: Name = Name(0);
 
-/// Thread `t` of client `c`'s holder field.
-pub fn field(c: u8, t: u8) -> Field {
-    Field::Reader(Holder {
+/// Thread `t` of client `c`'s holder field: `<uuid>:<thread>`, with
+/// `:write` for the write lock (`read_write.rs`, `holder_field`).
+pub fn field(kind: Kind, c: u8, t: u8) -> Field {
+    let h = holder(c, t);
+    match kind {
+        Kind::Write => Field::Writer(h),
+        _ => Field::Reader(h),
+    }
+}
+
+fn holder(c: u8, t: u8) -> Holder {
+    Holder {
         client: c,
         thread: t,
-    })
+    }
 }
 
 /// The thread a field belongs to.
@@ -31,7 +40,8 @@ pub fn owner(field: Field) -> Option<(u8, u8)> {
 /// An acquire of thread `(c, t)` (for its owner's field, if it acts for
 /// one), a re-entry only when `holds_here`.
 pub fn acquire_call(cfg: &Config, c: u8, t: u8, holds_here: bool) -> Request {
-    let (name, field) = (LOCK, field(c, cfg.holder(c, t)));
+    let h = cfg.holder(c, t);
+    let (name, field) = (LOCK, field(cfg.kind, c, h));
     let lease = cfg.lease_ms(cfg.clients[usize::from(c)][usize::from(t)]);
     Request::Script(match cfg.kind {
         Kind::Plain | Kind::Spin => Call::Acquire {
@@ -43,6 +53,29 @@ pub fn acquire_call(cfg: &Config, c: u8, t: u8, holds_here: bool) -> Request {
         Kind::Fenced => Call::FencedAcquire {
             name,
             field,
+            lease,
+            reentry_only: holds_here,
+        },
+        // `fair.rs`, `try_acquire`: a try joins no queue; `now` and the
+        // wait timeout are read only with a queue.
+        Kind::Fair => Call::FairAcquire {
+            name,
+            field,
+            lease,
+            wait: 0,
+            now: 0,
+            join: false,
+            reentry_only: holds_here,
+        },
+        Kind::Write => Call::WriteAcquire {
+            name,
+            holder: holder(c, h),
+            lease,
+            reentry_only: holds_here,
+        },
+        Kind::Read => Call::ReadAcquire {
+            name,
+            holder: holder(c, h),
             lease,
             reentry_only: holds_here,
         },
@@ -61,18 +94,48 @@ pub fn release_call(
     successor: Option<u8>,
 ) -> Request {
     let successor = successor.map(|s| Successor {
-        field: field(c, cfg.holder(c, s)),
+        field: field(cfg.kind, c, cfg.holder(c, s)),
         lease: cfg.lease_ms(cfg.clients[usize::from(c)][usize::from(s)]),
         fenced: cfg.kind == Kind::Fenced,
     });
-    Request::Script(Call::Release {
-        name: LOCK,
-        field: field(c, t),
-        latch: Latch(id),
-        latch_ttl: i64::from(cfg.latch_ticks()) * TICK_MS,
-        publish: Publish::Classic,
-        attempt,
-        successor,
+    let (name, latch, publish) = (LOCK, Latch(id), Publish::Classic);
+    let latch_ttl = i64::from(cfg.latch_ticks()) * TICK_MS;
+    Request::Script(match cfg.kind {
+        Kind::Plain | Kind::Fenced | Kind::Spin => Call::Release {
+            name,
+            field: field(cfg.kind, c, t),
+            latch,
+            latch_ttl,
+            publish,
+            attempt,
+            successor,
+        },
+        // `fair.rs`, `release`: `now` is read only with a queue.
+        Kind::Fair => Call::FairRelease {
+            name,
+            field: field(cfg.kind, c, t),
+            now: 0,
+            latch,
+            latch_ttl,
+            publish,
+            attempt,
+        },
+        Kind::Write => Call::WriteRelease {
+            name,
+            holder: holder(c, t),
+            latch,
+            latch_ttl,
+            publish,
+            attempt,
+        },
+        Kind::Read => Call::ReadRelease {
+            name,
+            holder: holder(c, t),
+            latch,
+            latch_ttl,
+            publish,
+            attempt,
+        },
     })
 }
 

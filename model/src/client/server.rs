@@ -52,7 +52,9 @@ pub fn serve(cfg: &Config, s: &mut State, w: WireId) {
     let answer = match request {
         Request::Look(t) => {
             let c = s.wire(w).client;
-            let count = s.redis.hget(Key::Name(LOCK), super::requests::field(c, t));
+            let count = s
+                .redis
+                .hget(Key::Name(LOCK), super::requests::field(cfg.kind, c, t));
             Answer::Count(match count {
                 Ok(Some(HashValue::Int(n))) => n,
                 _ => 0,
@@ -79,9 +81,11 @@ fn run(cfg: &Config, s: &mut State, w: WireId, call: &Call) -> Answer {
     let after = s.redis.hkeys(lock).unwrap_or_default();
     // Another holder entered: every generation live in a book is intruded
     // (read only by what `unlock` reports).
-    let unlocks = cfg
-        .release_modes
-        .contains(&super::config::ReleaseMode::Unlock);
+    // (Readers share: another reader's entry intrudes on nothing.)
+    let unlocks = cfg.exclusive()
+        && cfg
+            .release_modes
+            .contains(&super::config::ReleaseMode::Unlock);
     for field in after.iter().filter(|f| unlocks && !before.contains(f)) {
         let Some((nc, nt)) = owner(*field) else {
             continue;
@@ -114,7 +118,15 @@ fn run(cfg: &Config, s: &mut State, w: WireId, call: &Call) -> Answer {
         }
         _ => {}
     }
-    if matches!(call, Call::Acquire { .. } | Call::FencedAcquire { .. }) && !awaited_by_call(s, w) {
+    let acquire = matches!(
+        call,
+        Call::Acquire { .. }
+            | Call::FencedAcquire { .. }
+            | Call::FairAcquire { .. }
+            | Call::WriteAcquire { .. }
+            | Call::ReadAcquire { .. }
+    );
+    if acquire && !awaited_by_call(s, w) {
         s.events |= events::LATE_ACQUIRE;
     }
     if !out.published.is_empty() {
@@ -160,14 +172,20 @@ fn int(reply: &Reply) -> Option<i64> {
     }
 }
 
-/// What the client makes of a reply (`kind/attempt.rs`, `kind/hash.rs`).
+/// What the client makes of a reply (`kind/attempt.rs`, `kind/hash.rs`;
+/// the fair, read and write releases' replies are a number or nil, as
+/// `fair.rs` and `read_write.rs` read them).
 fn answer(call: &Call, reply: &Reply) -> Answer {
     let items: Vec<Option<i64>> = match reply {
         Reply::Array(items) => items.iter().map(int).collect(),
         _ => Vec::new(),
     };
     match call {
-        Call::Acquire { .. } | Call::FencedAcquire { .. } => match items[..] {
+        Call::Acquire { .. }
+        | Call::FencedAcquire { .. }
+        | Call::FairAcquire { .. }
+        | Call::WriteAcquire { .. }
+        | Call::ReadAcquire { .. } => match items[..] {
             [Some(1), Some(holds), ref rest @ ..] => Answer::Took {
                 holds: holds as u8,
                 token: rest.first().copied().flatten(),
@@ -178,7 +196,10 @@ fn answer(call: &Call, reply: &Reply) -> Answer {
             [Some(2), Some(0)] => Answer::HoldsGone,
             _ => unreachable!("an acquire replied {reply:?}"),
         },
-        Call::Release { .. } => match (reply, &items[..]) {
+        Call::Release { .. }
+        | Call::FairRelease { .. }
+        | Call::WriteRelease { .. }
+        | Call::ReadRelease { .. } => match (reply, &items[..]) {
             (Reply::Nil, _) => Answer::Released {
                 code: None,
                 token: None,

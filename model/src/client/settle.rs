@@ -244,7 +244,10 @@ fn answered(
             Try::Settled
         }
         Purpose::Guard { live: false }
-            if code == HOLDS_REMAIN && others == 0 && holds::counted(cfg, s, c, lane) == 0 =>
+            if code == HOLDS_REMAIN
+                && others == 0
+                && cfg.kind.renewed_as_hash()
+                && holds::counted(cfg, s, c, lane) == 0 =>
         {
             p.purpose = Purpose::Unguarded {
                 more: MORE_UNGUARDED,

@@ -6,7 +6,7 @@
 //! keep times, and runs the watchdog's renewal of every watched hold of a
 //! client that can reach the server.
 
-use super::config::{Config, TICK_MS};
+use super::config::{Config, Kind, TICK_MS};
 use super::holds;
 use super::job::{CallAt, Job, RelAt, Send, Settle, Wake};
 use super::requests::{field, LOCK};
@@ -169,8 +169,9 @@ fn renew(cfg: &Config, s: &mut State, c: u8, t: u8) {
         ttl: i64::from(cfg.watchdog) * TICK_MS,
         locks: vec![Renewal {
             name: LOCK,
-            read: false,
-            field: field(c, t),
+            // `Read::renew_kind`: a read lock's holds' keys too.
+            read: cfg.kind == Kind::Read,
+            field: field(cfg.kind, c, t),
         }],
     };
     let reply = scripts::run(&mut s.redis, &call, Env::default()).reply;

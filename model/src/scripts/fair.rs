@@ -2,7 +2,7 @@
 //! `fair_force_release.lua`: the fair lock, its queue and deadlines.
 
 use super::plain::{count, latched, pair};
-use super::{Exec, Exit};
+use super::{Exec, Exit, Mutation};
 use crate::call::{Attempt, Call, Publish};
 use crate::keyspace::{Cmd, HashValue, Str};
 use crate::names::{Channel, Field, Key, Member, Name};
@@ -144,7 +144,9 @@ pub(crate) fn release(x: &mut Exec<'_>, call: &Call) -> Exit {
     // `latch_gone()`: 3, latched, on a retry; nil otherwise.
     let gone = |x: &mut Exec<'_>, ids: (&'static str, &'static str)| -> Exit {
         if retry {
-            x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            if !x.mutated(Mutation::FairRetryGoneNotLatched) {
+                x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            }
             return Ok((Reply::Int(3), ids.0));
         }
         Ok((Reply::Nil, ids.1))

@@ -38,6 +38,15 @@ pub enum Mutation {
     /// latching it (the fair, read and write releases once did): an
     /// earlier attempt still on its way then acts as a new release.
     RetryGoneNotLatched,
+    /// `fair_release.lua`'s retry that finds the lock free or the field
+    /// gone replying 3 without latching it (`latch_gone`).
+    FairRetryGoneNotLatched,
+    /// `write_release.lua`'s retry that finds no write hold of the caller
+    /// replying 3 without latching it.
+    WriteRetryGoneNotLatched,
+    /// `read_release.lua`'s retry that finds no read hold of the caller
+    /// replying 3 without latching it.
+    ReadRetryGoneNotLatched,
     /// `release.lua` handing the lock to a successor with a shorter lease
     /// without the wake-up publish: other clients' waiters sleep on the
     /// old, longer TTL.

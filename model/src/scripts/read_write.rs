@@ -3,7 +3,7 @@
 //! `mode` field and each read hold's own key.
 
 use super::plain::{busy, count, latched, pair};
-use super::{Exec, Exit};
+use super::{Exec, Exit, Mutation};
 use crate::call::{Attempt, Call};
 use crate::keyspace::{HashValue, Str};
 use crate::names::{Channel, Field, Key};
@@ -98,7 +98,9 @@ pub(crate) fn read_release(x: &mut Exec<'_>, call: &Call) -> Exit {
     let mode = x.ks.hget(lock, Field::Mode)?;
     if mode.is_none() || !x.ks.hexists(lock, reader)? {
         if attempt == Attempt::Retry {
-            x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            if !x.mutated(Mutation::ReadRetryGoneNotLatched) {
+                x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            }
             return Ok((Reply::Int(3), "retry-gone"));
         }
         return Ok((Reply::Nil, "not-held"));
@@ -243,7 +245,9 @@ pub(crate) fn write_release(x: &mut Exec<'_>, call: &Call) -> Exit {
     }
     if x.ks.hget(lock, Field::Mode)? != Some(HashValue::Write) || !x.ks.hexists(lock, writer)? {
         if attempt == Attempt::Retry {
-            x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            if !x.mutated(Mutation::WriteRetryGoneNotLatched) {
+                x.ks.set(latch, Str::Int(3), Some(latch_ttl));
+            }
             return Ok((Reply::Int(3), "retry-gone"));
         }
         return Ok((Reply::Nil, "not-held"));
