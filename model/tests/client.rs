@@ -165,3 +165,16 @@ fn deep_kinds() {
         );
     }
 }
+
+/// The failover with drops and unlocks and a second fault among cuts and
+/// held-back requests, with and without `sync_replicas`: by hand.
+#[test]
+#[ignore]
+fn deep_failover() {
+    explore(
+        "deep-failover-nosync",
+        Config::deep_failover(false),
+        &[FAILOVER_LOST],
+    );
+    explore("deep-failover-sync", Config::deep_failover(true), &[]);
+}

@@ -216,4 +216,16 @@ impl Config {
             ..Config::plain_faults()
         }
     }
+
+    /// A deeper configuration, by hand: [`failover`](Self::failover) with
+    /// drops and unlocks, two faults among the failover, cuts and
+    /// held-back requests.
+    pub fn deep_failover(sync_replicas: bool) -> Config {
+        Config {
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            faults: vec![Fault::Failover, Fault::Cut, Fault::HoldBack],
+            fault_budget: 2,
+            ..Config::failover(sync_replicas)
+        }
+    }
 }

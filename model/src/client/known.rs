@@ -13,8 +13,8 @@
 //! (`TtlReadBeforeLocalTake`, 2bbaed6, `NoTakeMark`), the cut attempts'
 //! undo lost with the late retry's connection (`CutAttemptsUndoLost`,
 //! 2bbaed6, `NoUndoResend`), an undo that cannot follow its cut late
-//! attempt (`UndoCannotFollowCut`, 3fc6f44, `UndoNotWrittenLost`). None is
-//! known now: the list is kept for the next.
+//! attempt (`UndoCannotFollowCut`, 3fc6f44, `UndoNotWrittenLost`). Open:
+//! [`Known::GiveBackAcrossFailover`] (phase 8, the failover).
 
 /// A defect the model found in the library as built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
