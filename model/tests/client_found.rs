@@ -36,3 +36,18 @@ fn an_unreplicated_reentry_undone_across_a_failover_frees_a_guarded_hold() {
         ],
     );
 }
+
+/// With `sync_replicas` and no failover: an acquire runs and the `WAIT`
+/// behind it is cut before its reply; the pool's retry runs the acquire
+/// again (two holds) and its `WAIT` counts no replica: the undo gives
+/// back one hold and the call fails, leaving the cut attempt's hold with
+/// no guard until its lease runs out (not excused: found in
+/// `deep_failover(true)`, which is therefore not explored to its end).
+#[test]
+fn a_cut_wait_then_an_unreplicated_retry_leaves_the_first_hold() {
+    counterexample(
+        "cut WAIT, unreplicated retry",
+        Config::deep_failover(true),
+        &["at rest, Redis counts the holds the guards stand for"],
+    );
+}
