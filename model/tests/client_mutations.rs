@@ -259,3 +259,11 @@ fn a_handed_hold_recorded_by_the_waiter() {
     );
     counterexample("waiter records the handed hold", cfg, &[EXCLUSION, AT_REST]);
 }
+
+/// With `sync_replicas`, the `WAIT`'s count ignored: an acquire the
+/// replica never acknowledged is told `Ok`, and the failover loses it.
+#[test]
+fn a_wait_whose_count_is_ignored() {
+    let cfg = mutated(ClientMutation::WaitCountIgnored, Config::failover(true));
+    counterexample("WAIT count ignored", cfg, &[EXCLUSION, AT_REST]);
+}

@@ -127,6 +127,28 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                 }
             }
         }
+        CallAt::Unsynced { mut send } => {
+            match retry::progress(cfg, s, (c, h), &mut send, None, false) {
+                Progress::Waiting => {
+                    call.at = CallAt::Unsynced { send };
+                    Flow::Block
+                }
+                Progress::Answered(..) => unsynced(cfg, s, c, t, call),
+                Progress::Unconfirmed => {
+                    // Left to the lane, like any give-back not confirmed
+                    // (`give_back_request`).
+                    let p = retry::pending(
+                        cfg,
+                        Some(&send),
+                        send.id,
+                        Purpose::Unguarded { more: 0 },
+                        0,
+                    );
+                    retry::push(s, c, h, Entry::Release(p));
+                    unsynced(cfg, s, c, t, call)
+                }
+            }
+        }
         CallAt::Join => wait::join(cfg, s, c, call),
         CallAt::Parked(park) => wait::parked(cfg, s, c, t, call, park),
         CallAt::FinishTurn
@@ -285,6 +307,14 @@ fn reply(
             give_back_turn(cfg, s, c, t);
             wait::busy(cfg, s, c, t, call, ticks)
         }
+        Answer::NotSynced => {
+            // Undone on the master before the error is returned
+            // (`send_acquire`: `release_script` on the turn, no deadline).
+            let id = s.fresh_id();
+            let send = retry::first(cfg, s, (c, h), id, None);
+            call.at = CallAt::Unsynced { send };
+            Flow::Block
+        }
         // A re-entry's reply to a plain acquire: the library reports it.
         Answer::HoldsGone => {
             give_back_turn(cfg, s, c, t);
@@ -306,6 +336,13 @@ fn keep_for_late_call(cfg: &Config, s: &mut State, c: u8, t: u8, call: &Call) {
 fn got(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
     give_back_turn(cfg, s, c, t);
     decide(cfg, s, c, t, call, Outcome::Got)
+}
+
+/// The unreplicated acquire is undone: the step ends, and the call with
+/// `ReplicasNotSynced` (not an outage: a waiting call ends too).
+fn unsynced(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
+    give_back_turn(cfg, s, c, t);
+    decide(cfg, s, c, t, call, Outcome::Failed)
 }
 
 /// The call's outcome is known: it ends (`finish.rs`).

@@ -101,6 +101,11 @@ pub enum Fault {
     PubSubDrop,
     /// A client process dies: its threads stop, its connections close.
     Crash,
+    /// The master dies and its replica, lagging, is promoted (`replica.rs`):
+    /// writes not replicated yet are lost, every connection is cut, and
+    /// the clients reconnect to the new master (the Sentinel switch,
+    /// `Pool::master_switched`).
+    Failover,
 }
 
 /// One run's bounds and switches.
@@ -142,6 +147,11 @@ pub struct Config {
     /// renewal record, and any of them may release a hold another took.
     /// They share one lease.
     pub owners: Vec<(u8, u8)>,
+    /// `sync_replicas(1, timeout)`: an acquire that took the lock waits
+    /// (`WAIT`) for the replica and, when it did not acknowledge, is undone
+    /// and fails with `ReplicasNotSynced` (`Pool::run_write`,
+    /// `attempt.rs`, `send_acquire`).
+    pub sync_replicas: bool,
 }
 
 impl Config {

@@ -30,6 +30,7 @@ impl Config {
             script_mutation: None,
             excused: Known::ALL.to_vec(),
             owners: Vec::new(),
+            sync_replicas: false,
         }
     }
 
@@ -200,6 +201,31 @@ impl Config {
             ],
             fault_budget: 2,
             ..Config::plain_faults()
+        }
+    }
+
+    /// Two clients of one thread each (watched, and leased for two
+    /// ticks), re-entering once, tries and drops, and one fault: the
+    /// master's failover to its lagging replica, with or without
+    /// `sync_replicas`.
+    pub fn failover(sync_replicas: bool) -> Config {
+        Config {
+            faults: vec![Fault::Failover],
+            fault_budget: 1,
+            sync_replicas,
+            ..Config::plain_faults()
+        }
+    }
+
+    /// A deeper configuration, by hand: [`failover`](Self::failover) with
+    /// drops and unlocks, two faults among the failover, cuts and
+    /// held-back requests.
+    pub fn deep_failover(sync_replicas: bool) -> Config {
+        Config {
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            faults: vec![Fault::Failover, Fault::Cut, Fault::HoldBack],
+            fault_budget: 2,
+            ..Config::failover(sync_replicas)
         }
     }
 }

@@ -13,6 +13,10 @@ pub const ABANDONED: u8 = 4;
 /// A hand-over went to a shorter lease while another client waited.
 pub const SHORTER_HANDOVER: u8 = 8;
 
+/// A failover promoted a replica without an acquire the master had told
+/// its caller `Ok` for (unexpired).
+pub const FAILOVER_LOST: u8 = 16;
+
 /// Each event and its name.
 pub const ALL: &[(u8, &str)] = &[
     (RAN_TWICE, "a release ran twice at the server"),
@@ -25,6 +29,7 @@ pub const ALL: &[(u8, &str)] = &[
         SHORTER_HANDOVER,
         "a hand-over went to a shorter lease while another client waited",
     ),
+    (FAILOVER_LOST, "a failover lost an acquire"),
 ];
 
 /// The names of the events in `mask`.

@@ -1,7 +1,8 @@
 //! Faults as transitions, each costing one of the run's budget (a heal
 //! costs nothing): a connection cut, a request or reply held back, a
 //! client partitioned, the server restarted without persistence, a
-//! client's pub/sub connection dropped, a client crashed.
+//! client's pub/sub connection dropped, a client crashed, a failover to
+//! the lagging replica (`replica.rs`).
 
 use super::config::{Config, Fault};
 use super::job::Job;
@@ -26,6 +27,8 @@ pub enum FaultAction {
     PubSubDrop(u8),
     /// Crash a client.
     Crash(u8),
+    /// Promote the lagging replica.
+    Failover,
 }
 
 /// The faults possible in `s`.
@@ -50,6 +53,9 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<FaultAction>) {
     if cfg.allows(Fault::Restart) {
         out.push(FaultAction::Restart);
     }
+    if super::replica::may_fail_over(cfg, s) {
+        out.push(FaultAction::Failover);
+    }
     for (c, client) in s.clients.iter().enumerate() {
         let c = c as u8;
         if !client.up {
@@ -68,7 +74,7 @@ pub fn enabled(cfg: &Config, s: &State, out: &mut Vec<FaultAction>) {
 }
 
 /// Injects `fault`.
-pub fn apply(s: &mut State, fault: FaultAction) {
+pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
     if !matches!(fault, FaultAction::Heal(_)) {
         s.faults_left -= 1;
     }
@@ -102,6 +108,7 @@ pub fn apply(s: &mut State, fault: FaultAction) {
             }
         }
         FaultAction::PubSubDrop(c) => pubsub::wake_all(s, c),
+        FaultAction::Failover => super::replica::fail_over(cfg, s),
         FaultAction::Crash(c) => {
             cut_all(s, |wire_client, _| wire_client == c);
             let client = &mut s.clients[usize::from(c)];
@@ -119,7 +126,8 @@ pub fn apply(s: &mut State, fault: FaultAction) {
     }
 }
 
-fn cut_all(s: &mut State, which: impl Fn(u8, bool) -> bool) {
+/// Cuts every connection `which` names (by client, and whether silent).
+pub fn cut_all(s: &mut State, which: impl Fn(u8, bool) -> bool) {
     for w in 0..s.wires.len() {
         let wire = &s.wires[w];
         if !wire.cut && which(wire.client, wire.silent) {

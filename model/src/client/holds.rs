@@ -28,6 +28,8 @@ fn end(s: &mut State, c: u8, t: u8) {
     let thread = s.thread_mut(c, t);
     thread.gen = None;
     thread.ghost.wiped = false;
+    thread.ghost.failover_lost = false;
+    thread.ghost.give_back_across_failover = false;
     thread.ghost.intruded = false;
     for entry in &mut thread.lane.entries {
         if let Entry::Release(p) = entry {
@@ -106,6 +108,8 @@ pub fn add(
         handed: 0,
     });
     thread.ghost.wiped = false;
+    thread.ghost.failover_lost = false;
+    thread.ghost.give_back_across_failover = false;
     thread.ghost.intruded = false;
     holds.saturating_sub(1)
 }

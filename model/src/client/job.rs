@@ -87,6 +87,10 @@ pub enum CallAt {
     /// Holds counted twice are given back on the step's turn
     /// (`release_orphans`): `left` more after the one out.
     Orphans { left: u8, send: RelSend },
+    /// The acquire took the lock but its `WAIT` counted too few
+    /// replicas: it is undone on the step's turn (`send_acquire`,
+    /// `release_script`) and the call fails with `ReplicasNotSynced`.
+    Unsynced { send: RelSend },
     /// Joining the waiters after a first try found the lock busy.
     Join,
     /// Parked on the lock's channel (a spin lock sleeps its backoff).

@@ -19,6 +19,7 @@
 //! | [`holds`] | `renewals.rs` (`add`, `counted`, `release_one`, `mark_lost`) |
 //! | [`time`] | the response timeout, leases, latches, `watchdog.rs` |
 //! | [`faults`] | the fault proxy's cuts and hold-backs, partitions, restarts, crashes |
+//! | [`replica`] | a lagging replica, `WAIT` (`Pool::run_write`), a Sentinel failover (`Pool::master_switched`) |
 //! | [`requests`], [`config`] (`Kind`) | `kind/hash.rs`, `kind/fenced.rs`, `kind/fair.rs`, `kind/read_write.rs` (`try_acquire`, `release`) |
 //! | [`config`] (`owners`, `holder`) | `Owner`: its threads share one field, lane and renewal record |
 //!
@@ -49,6 +50,7 @@ pub mod properties;
 pub mod pubsub;
 pub mod release;
 pub mod render;
+pub mod replica;
 pub mod requests;
 pub mod retry;
 pub mod server;

@@ -6,7 +6,9 @@ use super::faults::{self, FaultAction};
 use super::job::{Call, Job};
 use super::normalize::normalize;
 use super::state::{Broken, Client, State, Thread, WireId, Worker};
-use super::{acquire, events, holds, properties, pubsub, release, render, server, time, worker};
+use super::{
+    acquire, events, holds, properties, pubsub, release, render, replica, server, time, worker,
+};
 use crate::keyspace::Keyspace;
 use crate::search::{fingerprint, Model, Property};
 
@@ -48,6 +50,8 @@ pub enum Action {
     Hear(u8, Option<u8>),
     /// A tick passes.
     Tick,
+    /// Replication catches up (`replica.rs`).
+    Replicate,
     /// A fault.
     Fault(FaultAction),
 }
@@ -86,6 +90,7 @@ impl Model for ClientModel {
             .collect();
         vec![State {
             redis: Keyspace::new(),
+            replica: replica::modelled(&self.cfg).then(Keyspace::new),
             wires: Vec::new(),
             clients,
             faults_left: self.cfg.fault_budget,
@@ -165,6 +170,9 @@ impl Model for ClientModel {
         if time::can_tick(cfg, s) {
             out.push(Action::Tick);
         }
+        if replica::behind(s) {
+            out.push(Action::Replicate);
+        }
         let mut faults = Vec::new();
         faults::enabled(cfg, s, &mut faults);
         out.extend(faults.into_iter().map(Action::Fault));
@@ -193,8 +201,10 @@ impl Model for ClientModel {
             Action::Serve(w) => server::serve(cfg, &mut n, w),
             Action::Hear(c, to) => pubsub::hear(&mut n, c, to),
             Action::Tick => time::tick(cfg, &mut n),
-            Action::Fault(fault) => faults::apply(&mut n, fault),
+            Action::Fault(fault) => faults::apply(cfg, &mut n, fault),
+            Action::Replicate => replica::replicate(&mut n),
         }
+        replica::forget_unneeded(&mut n);
         properties::clear_excuses(cfg, &mut n);
         normalize(&mut n);
         if cfg.kind == super::config::Kind::Fenced {
@@ -202,6 +212,7 @@ impl Model for ClientModel {
         }
         let unchanged = n.events == 0
             && n.redis == s.redis
+            && n.replica == s.replica
             && n.wires == s.wires
             && n.clients == s.clients
             && n.faults_left == s.faults_left

@@ -12,6 +12,10 @@ pub enum ClientMutation {
     /// (`Resends::latch_ttl` without its extra second): the last resend
     /// may reach Redis after the latch expired.
     LatchWithinRetryWindow,
+    /// With `sync_replicas`, the `WAIT`'s count is ignored
+    /// (`Server::synced` always `Ok`): an acquire the replica has not
+    /// acknowledged is told `Ok`, and a failover may lose it.
+    WaitCountIgnored,
     /// The worker resends a release without asking whether its latch
     /// outlives the attempt (`pending.rs`, `attempt_once`'s two checks).
     WorkerIgnoresLatch,

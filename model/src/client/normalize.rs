@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use super::job::{CallAt, Job, RelAt, RelSend, Settle};
 use super::state::{Client, Entry, ReqId, Request, State, Wire, WireId};
 use crate::call::Call;
+use crate::keyspace::Keyspace;
 use crate::names::{Key, Request as Latch};
 
 enum Ref<'a> {
@@ -41,9 +42,9 @@ fn visit(clients: &mut [Client], f: &mut dyn FnMut(Ref<'_>)) {
                         CallAt::Sent(send, _) | CallAt::FinishLook(send) => {
                             f(Ref::Wire(&mut send.wire))
                         }
-                        CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
-                            rel_refs(send, f)
-                        }
+                        CallAt::Orphans { send, .. }
+                        | CallAt::FinishGiveBack { send, .. }
+                        | CallAt::Unsynced { send } => rel_refs(send, f),
                         _ => {}
                     }
                 }
@@ -158,15 +159,24 @@ pub fn normalize(s: &mut State) {
         }
         s.wires.push(wire);
     }
-    let unchanged = s.redis.keys.keys().all(|key| match key {
+    s.next_id = next;
+    rename_latches(&mut s.redis, &ids);
+    if let Some(replica) = &mut s.replica {
+        rename_latches(replica, &ids);
+    }
+}
+
+/// The latches of `redis` under their requests' new ids; those no
+/// request can read again deleted.
+fn rename_latches(redis: &mut Keyspace, ids: &BTreeMap<ReqId, ReqId>) {
+    let unchanged = redis.keys.keys().all(|key| match key {
         Key::Latch(_, Latch(id)) => ids.get(id) == Some(id),
         _ => true,
     });
-    s.next_id = next;
     if unchanged {
         return;
     }
-    let keys = std::mem::take(&mut s.redis.keys);
+    let keys = std::mem::take(&mut redis.keys);
     for (key, entry) in keys {
         let key = match key {
             Key::Latch(name, Latch(id)) => match ids.get(&id) {
@@ -176,7 +186,7 @@ pub fn normalize(s: &mut State) {
             },
             other => other,
         };
-        s.redis.keys.insert(key, entry);
+        redis.keys.insert(key, entry);
     }
 }
 

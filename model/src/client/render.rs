@@ -21,6 +21,9 @@ fn who(field: Field) -> String {
 pub fn request(r: &Request) -> String {
     match r {
         Request::Look(t) => format!("HGET lock t{t}"),
+        Request::Wait { synced, .. } => {
+            format!("WAIT 1 (the replica has the write: {synced})")
+        }
         Request::Script(Call::Acquire {
             field,
             lease,
@@ -164,6 +167,7 @@ fn job(j: &Job) -> String {
                 CallAt::StepSettle(_) => "settles its lane".into(),
                 CallAt::Sent(..) => "waits for the acquire's reply".into(),
                 CallAt::Orphans { .. } => "gives back holds counted twice".into(),
+                CallAt::Unsynced { .. } => "undoes an acquire the replica lacks".into(),
                 CallAt::Join => "joins the waiters".into(),
                 CallAt::Parked(p) if p.reserved => "reserved for a hand-over".into(),
                 CallAt::Parked(p) => match p.woke {
@@ -253,6 +257,10 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 .collect();
             format!("--- a tick passes --- (keys: {})", keys.join(", "))
         }
+        Action::Replicate => format!(
+            "replication: the replica catches up ({} keys)",
+            after.redis.keys.len()
+        ),
         Action::Fault(f) => match f {
             FaultAction::Cut(w) => format!("FAULT: {} cut", wire(&before.wires[usize::from(w)])),
             FaultAction::HoldBack(w) => {

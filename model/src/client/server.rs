@@ -60,7 +60,21 @@ pub fn serve(cfg: &Config, s: &mut State, w: WireId) {
                 _ => 0,
             })
         }
-        Request::Script(call) => run(cfg, s, w, &call),
+        Request::Script(call) => {
+            let answer = run(cfg, s, w, &call);
+            if cfg.sync_replicas && matches!(answer, Answer::Took { .. }) {
+                // The acquire wrote: its `WAIT` follows on the connection,
+                // and the reply is read with its count (`Pool::run_write`).
+                let wait = Request::Wait {
+                    answer,
+                    synced: false,
+                };
+                s.wires[usize::from(w)].requests.insert(0, wait);
+                return;
+            }
+            answer
+        }
+        Request::Wait { answer, synced } => super::replica::waited(cfg, answer, synced),
     };
     let wire = &mut s.wires[usize::from(w)];
     wire.replies.push(answer);

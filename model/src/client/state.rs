@@ -19,6 +19,10 @@ pub struct State {
     /// The server's keyspace; its clock stays at 0 (keys' expiries are
     /// relative to now).
     pub redis: Keyspace,
+    /// The master's replica, lagging it (`replica.rs`): a copy of the
+    /// keyspace as last replicated, kept only while a failover may still
+    /// promote it (`None` otherwise: its contents no longer matter).
+    pub replica: Option<Keyspace>,
     /// Every connection with a request or a reply still to matter.
     pub wires: Vec<Wire>,
     /// Each client, by number.
@@ -39,6 +43,7 @@ pub struct State {
 impl std::hash::Hash for State {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.redis.hash(h);
+        self.replica.hash(h);
         self.wires.hash(h);
         self.clients.hash(h);
         self.faults_left.hash(h);
@@ -83,6 +88,14 @@ pub enum Request {
     Script(Call),
     /// `HGET name field` of a thread's own field (an acquire's settle).
     Look(u8),
+    /// `WAIT 1 timeout` sent after an acquire that took the lock, with
+    /// `sync_replicas` (`Pool::run_write`).
+    Wait {
+        /// The acquire's answer, read with the WAIT's count once it runs.
+        answer: Answer,
+        /// The replica has every write made before it.
+        synced: bool,
+    },
 }
 
 /// What a reply says, as the client reads it.
@@ -104,6 +117,9 @@ pub enum Answer {
     },
     /// A look's count.
     Count(i64),
+    /// An acquire that took the lock, whose `WAIT` counted fewer replicas
+    /// than asked (`Error::ReplicasNotSynced`).
+    NotSynced,
 }
 
 /// One client process.
@@ -176,6 +192,13 @@ pub struct Ghost {
     /// count a hold nobody stands for until it expires (a documented
     /// limit, `docs/reliability.md`).
     pub leak_excused: bool,
+    /// A failover promoted a replica that had fewer of the live
+    /// generation's holds than the master: without `sync_replicas`, its
+    /// guards may overlap another holder (the documented limit).
+    pub failover_lost: bool,
+    /// A give-back of a hold no guard stands for was on its way or left to
+    /// the lane at a failover (`Known::GiveBackAcrossFailover`).
+    pub give_back_across_failover: bool,
 }
 
 /// A lane: its turn, and the requests not confirmed yet, in order.

@@ -60,9 +60,9 @@ pub fn runnable(cfg: &Config, s: &State, c: u8, t: u8) -> bool {
                 settle_ready(cfg, s, c, h, st, false)
             }
             CallAt::Sent(send, _) | CallAt::FinishLook(send) => ready(s, send),
-            CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
-                ready(s, &send.send)
-            }
+            CallAt::Orphans { send, .. }
+            | CallAt::FinishGiveBack { send, .. }
+            | CallAt::Unsynced { send } => ready(s, &send.send),
             CallAt::Parked(p) => p.woke.is_some(),
             CallAt::FinishTurn => super::acquire::step_may_take(lane, t),
         },
@@ -132,6 +132,8 @@ pub fn tick(cfg: &Config, s: &mut State) {
         super::pubsub::linger_over(s, c);
     }
     super::properties::count_starving(cfg, s);
+    // Replication lags less than a tick (`replica.rs`).
+    super::replica::replicate(s);
 }
 
 /// Keys' expiries relative to now again (the keyspace's clock stays 0).
@@ -206,7 +208,9 @@ fn expire_job(s: &mut State, c: u8, t: u8) {
                     sent.started_ago = sent.started_ago.saturating_add(1).min(9);
                 }
                 CallAt::FinishLook(send) => send.expired = true,
-                CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
+                CallAt::Orphans { send, .. }
+                | CallAt::FinishGiveBack { send, .. }
+                | CallAt::Unsynced { send } => {
                     send.send.expired = true;
                     send.since_first = send.since_first.saturating_add(1).min(9);
                 }
