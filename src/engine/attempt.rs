@@ -130,10 +130,18 @@ impl<K: KindOps> Call<'_, K> {
         self.unsure_is_late
             .set(self.unsure.get() && self.late.borrow().kept() > kept_before);
         if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
-            match engine.release_script(turn, self.lock, &self.field, None) {
+            // Every hold above those the guards and the lane's releases
+            // stand for: the pool may have run the acquire twice (its
+            // first reply cut), and a failover may bring a replica that
+            // never had it (see `Engine::undo_unreplicated`).
+            let above = turn.with_state(|_, releases| {
+                let here = engine.renewals.counted(self.lock.name, &self.field);
+                here.saturating_add(releases)
+            });
+            match engine.undo_unreplicated(self.lock, &self.field, above) {
                 // The undo itself is not replicated either, but it stands
                 // on the master, which is what the next acquire checks.
-                Ok(_) | Err(Error::ReplicasNotSynced { .. }) => {}
+                Ok(()) => {}
                 Err(e) => log::warn!(
                     "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
                      the hold expires after its lease",

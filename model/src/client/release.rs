@@ -18,7 +18,7 @@ use super::{pubsub, wait};
 /// Begins thread `(c, t)`'s release of one of the holds of the field it
 /// acts for (its own, or its owner's: any thread of an owner may release
 /// a hold another took). The hold is forgotten under the lane's turn, or
-/// as the release is left to the lane ([`forget`]).
+/// as the release is left to the lane (`forget`).
 pub fn begin(cfg: &Config, s: &mut State, c: u8, t: u8, mode: ReleaseMode) {
     let id = s.fresh_id();
     let left = match mode {
