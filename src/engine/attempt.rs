@@ -139,8 +139,6 @@ impl<K: KindOps> Call<'_, K> {
                 here.saturating_add(releases)
             });
             match engine.undo_unreplicated(self.lock, &self.field, above) {
-                // The undo itself is not replicated either, but it stands
-                // on the master, which is what the next acquire checks.
                 Ok(()) => {}
                 Err(e) => log::warn!(
                     "redhold: undoing an unreplicated acquire of {:?} failed: {}; \

@@ -111,7 +111,8 @@ impl Engine {
     /// (`sync_replicas`) took: every hold of `field` above `above` (those
     /// the guards and the lane's releases stand for), one release at a
     /// time under the condition "only above `above`", until Redis counts
-    /// no more (at most [`MAX_ORPHANS_RELEASED`]). Conditional, so that a
+    /// no more (at most [`MAX_ORPHANS_RELEASED`]), waiting for no replica
+    /// (it stands on the master, which the next acquire checks). Conditional, so that a
     /// failover to a replica that never had the acquire (nor the undo's
     /// latch) releases no hold a guard stands for when the undo is sent
     /// again there; repeated, so that an acquire the pool ran twice (the
@@ -134,7 +135,7 @@ impl Engine {
             });
             match released {
                 // One given back, more may remain above the guards'.
-                Ok(Some(HOLDS_REMAIN)) | Err(Error::ReplicasNotSynced { .. }) => {}
+                Ok(Some(HOLDS_REMAIN)) => {}
                 // Nothing above them (`4`), the lock freed, or not held.
                 Ok(_) => return Ok(()),
                 Err(e) => return Err(e),
