@@ -267,3 +267,34 @@ fn a_wait_whose_count_is_ignored() {
     let cfg = mutated(ClientMutation::WaitCountIgnored, Config::failover(true));
     counterexample("WAIT count ignored", cfg, &[EXCLUSION, AT_REST]);
 }
+
+/// With `sync_replicas`, the undo of an unreplicated acquire a plain
+/// release of one hold (before d847eb6): resent by the pool's retry
+/// across a failover to the replica that never had the acquire (a
+/// re-entry), it frees the hold the thread was told `Ok` for.
+#[test]
+fn an_unreplicated_undo_unconditional() {
+    let cfg = mutated(
+        ClientMutation::UnreplicatedUndoUnconditional,
+        Config::failover(true),
+    );
+    counterexample(
+        "unreplicated undo unconditional",
+        cfg,
+        &[EXCLUSION, AT_REST],
+    );
+}
+
+/// With `sync_replicas`, the undo of an unreplicated acquire one release
+/// `above:N` only: the `WAIT` behind an acquire is cut before its reply,
+/// the pool's retry runs the acquire again (two holds) and its `WAIT`
+/// counts no replica; the undo gives back one and the call fails, the cut
+/// attempt's hold left with no guard until its lease (defect 8).
+#[test]
+fn an_unreplicated_undo_once() {
+    let cfg = mutated(
+        ClientMutation::UnreplicatedUndoOnce,
+        Config::deep_failover(true),
+    );
+    counterexample("unreplicated undo once", cfg, &[AT_REST]);
+}

@@ -102,6 +102,19 @@ pub enum ClientMutation {
     /// turn, sees fewer guards than Redis counts and gives back the hold
     /// the release is about to give back too.
     ReleaseForgetsBeforeTurn,
+    /// With `sync_replicas`, an acquire the replicas did not confirm is
+    /// undone by a plain release of one hold, as before d847eb6
+    /// (`attempt.rs`, `release_script` instead of `undo_unreplicated`):
+    /// resent by the pool's retry across a failover to a replica that
+    /// never had the acquire, it frees a hold a guard stands for (found by
+    /// this model in the library as built, `Known::GiveBackAcrossFailover`).
+    UnreplicatedUndoUnconditional,
+    /// With `sync_replicas`, the undo of an unreplicated acquire is one
+    /// release `above:N`, not repeated while holds remain above the
+    /// guards' (`undo_unreplicated` without its loop): an acquire the pool
+    /// ran twice (its first reply cut before `WAIT`) leaves a hold with no
+    /// guard (found by this model in the library as built, defect 8).
+    UnreplicatedUndoOnce,
 }
 
 impl ClientMutation {
@@ -124,5 +137,7 @@ impl ClientMutation {
         ClientMutation::UndoCopiesOverlap,
         ClientMutation::UndoNotWrittenLost,
         ClientMutation::WaiterRecordsHandedHold,
+        ClientMutation::UnreplicatedUndoUnconditional,
+        ClientMutation::UnreplicatedUndoOnce,
     ];
 }

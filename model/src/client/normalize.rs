@@ -44,7 +44,7 @@ fn visit(clients: &mut [Client], f: &mut dyn FnMut(Ref<'_>)) {
                         }
                         CallAt::Orphans { send, .. }
                         | CallAt::FinishGiveBack { send, .. }
-                        | CallAt::Unsynced { send } => rel_refs(send, f),
+                        | CallAt::Unsynced { send, .. } => rel_refs(send, f),
                         _ => {}
                     }
                 }

@@ -196,9 +196,6 @@ pub struct Ghost {
     /// generation's holds than the master: without `sync_replicas`, its
     /// guards may overlap another holder (the documented limit).
     pub failover_lost: bool,
-    /// A give-back of a hold no guard stands for was on its way or left to
-    /// the lane at a failover (`Known::GiveBackAcrossFailover`).
-    pub give_back_across_failover: bool,
 }
 
 /// A lane: its turn, and the requests not confirmed yet, in order.

@@ -62,7 +62,7 @@ pub fn runnable(cfg: &Config, s: &State, c: u8, t: u8) -> bool {
             CallAt::Sent(send, _) | CallAt::FinishLook(send) => ready(s, send),
             CallAt::Orphans { send, .. }
             | CallAt::FinishGiveBack { send, .. }
-            | CallAt::Unsynced { send } => ready(s, &send.send),
+            | CallAt::Unsynced { send, .. } => ready(s, &send.send),
             CallAt::Parked(p) => p.woke.is_some(),
             CallAt::FinishTurn => super::acquire::step_may_take(lane, t),
         },
@@ -210,7 +210,7 @@ fn expire_job(s: &mut State, c: u8, t: u8) {
                 CallAt::FinishLook(send) => send.expired = true,
                 CallAt::Orphans { send, .. }
                 | CallAt::FinishGiveBack { send, .. }
-                | CallAt::Unsynced { send } => {
+                | CallAt::Unsynced { send, .. } => {
                     send.send.expired = true;
                     send.since_first = send.since_first.saturating_add(1).min(9);
                 }
