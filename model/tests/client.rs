@@ -167,7 +167,8 @@ fn deep_kinds() {
 }
 
 /// The failover with drops and unlocks and a second fault among cuts and
-/// held-back requests, without and with `sync_replicas`: by hand.
+/// held-back requests, without `sync_replicas`: by hand. With it, the
+/// configuration finds an open defect (`client_found.rs`).
 #[test]
 #[ignore]
 fn deep_failover() {
@@ -176,5 +177,4 @@ fn deep_failover() {
         Config::deep_failover(false),
         &[FAILOVER_LOST],
     );
-    explore("deep-failover-sync", Config::deep_failover(true), &[]);
 }
