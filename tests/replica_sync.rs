@@ -4,10 +4,14 @@
 //! no lock behind.
 
 mod bounded;
+#[path = "support/fault_proxy.rs"]
+#[allow(dead_code)] // this binary arms one kind of fault
+mod fault_proxy;
 mod support;
 
 use std::time::{Duration, Instant};
 
+use fault_proxy::{Action, FaultProxy, Matcher, Rule};
 use redhold::{Client, Error};
 use support::replica::{start_pair, wait_for_acks, wait_for_replica};
 use support::RedisServer;
@@ -163,4 +167,64 @@ fn acquire_fails_cleanly_while_the_replica_is_frozen() {
     let guard = client.lock("unsynced").lock().expect("acquire after thaw");
     assert!(replica.exists("unsynced"));
     guard.unlock().expect("release");
+}
+
+/// Found by the exhaustive model (its defect 8, `model/`): an acquire
+/// runs, and the connection is cut before its `WAIT`'s reply; the pool
+/// runs the whole write again, so Redis counts two holds of the thread;
+/// that `WAIT` counts no replica (frozen), and the call fails with
+/// `ReplicasNotSynced`. Both holds must go: no guard stands for either.
+/// The undo gave back one hold only (a plain release), and the first
+/// stayed with no guard until the watchdog timeout; it now releases,
+/// "only above the guards' holds", until Redis counts no more.
+#[test]
+fn an_acquire_run_twice_by_the_pool_is_undone_whole_when_unreplicated() {
+    let (master, replica) = start_pair();
+    let proxy = FaultProxy::start(master.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .sync_replicas(1, SYNC_TIMEOUT)
+        .response_timeout(Duration::from_secs(2))
+        .build()
+        .expect("client through the proxy");
+    let name = "unsynced-twice";
+    // Scripts loaded and the path warm before the fault.
+    client
+        .lock("warm")
+        .lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    replica.freeze();
+    let cut = proxy.arming().arm(Rule {
+        matcher: Matcher {
+            commands: vec!["WAIT".into()],
+            ..Matcher::default()
+        },
+        action: Action::LoseReply,
+    });
+    let outcome = {
+        let client = client.clone();
+        bounded::spawn("acquire", move || {
+            client
+                .lock(name)
+                .try_lock()
+                .map(|guard| guard.map(|g| g.leak()))
+        })
+        .join_within(PROMPTLY)
+    };
+    let held = master.cmd::<Vec<(String, String)>>(&["HGETALL", name]);
+    replica.thaw();
+    assert!(
+        cut.wait_fired(Duration::from_secs(1)),
+        "the first WAIT's reply was not cut"
+    );
+    assert!(
+        matches!(outcome, Err(Error::ReplicasNotSynced { .. })),
+        "expected ReplicasNotSynced, got {outcome:?}"
+    );
+    assert!(
+        held.is_empty(),
+        "the failed acquire, run twice by the pool, left holds no guard stands for: {held:?}"
+    );
 }

@@ -110,7 +110,6 @@ impl<K: KindOps> Call<'_, K> {
         may_queue: bool,
         holds_here: bool,
     ) -> Result<AcquireReply<K::Grant>> {
-        let engine = self.engine;
         let request = AcquireRequest {
             lease_ms: self.lease_ms,
             field: &self.field,
@@ -130,25 +129,7 @@ impl<K: KindOps> Call<'_, K> {
         self.unsure_is_late
             .set(self.unsure.get() && self.late.borrow().kept() > kept_before);
         if let Err(Error::ReplicasNotSynced { .. }) = &attempt {
-            // Every hold above those the guards and the lane's releases
-            // stand for: the pool may have run the acquire twice (its
-            // first reply cut), and a failover may bring a replica that
-            // never had it (see `Engine::undo_unreplicated`).
-            let above = turn.with_state(|_, releases| {
-                let here = engine.renewals.counted(self.lock.name, &self.field);
-                here.saturating_add(releases)
-            });
-            match engine.undo_unreplicated(self.lock, &self.field, above) {
-                // The undo itself is not replicated either, but it stands
-                // on the master, which is what the next acquire checks.
-                Ok(()) => {}
-                Err(e) => log::warn!(
-                    "redhold: undoing an unreplicated acquire of {:?} failed: {}; \
-                     the hold expires after its lease",
-                    names::shorten(self.lock.name),
-                    e.report()
-                ),
-            }
+            self.undo_unreplicated(turn);
         }
         attempt
     }
@@ -234,6 +215,66 @@ impl<K: KindOps> Call<'_, K> {
             self.undo_behind(turn, late, above, cut);
         }
         turn.late_undone();
+    }
+
+    /// Undoes an acquire the replicas did not confirm (`sync_replicas`):
+    /// every hold of the field above those the guards and the lane's
+    /// releases stand for (`above:N`, as behind a late attempt; several,
+    /// as the pool may have run the acquire twice, its first reply cut),
+    /// left on the lane as an undo whose connection is still to be made:
+    /// the lane's next settle sends it, one copy at a time, read like an
+    /// undo behind a late attempt (see `lane/entry.rs`), and no later
+    /// request of the field runs before it is confirmed. Conditional, so
+    /// that a copy sent again across a failover, to a replica that never
+    /// had the acquire, gives back no hold a guard stands for; waiting for
+    /// no replica, as it stands on the master, which the next acquire
+    /// checks.
+    #[cold]
+    fn undo_unreplicated(&self, turn: &Turn<'_>) {
+        let engine = self.engine;
+        let above = turn.with_state(|_, releases| {
+            let here = engine.renewals.counted(self.lock.name, &self.field);
+            here.saturating_add(releases)
+        });
+        let keep_until = Instant::now() + Resends::Retries.latch_ttl(engine.server.config());
+        let recorder = RefCell::new(Recorder::default());
+        let at = Target {
+            undo_above: Some(above),
+            recorder: Some(&recorder),
+            ..self.target()
+        };
+        // The pool runs the acquire once per attempt, at most.
+        let attempts = engine
+            .server
+            .config()
+            .retry_attempts
+            .saturating_add(1)
+            .min(8);
+        for _ in 0..attempts {
+            let _ = self
+                .lock
+                .kind
+                .release(at, &self.field, &engine.next_request_id());
+        }
+        let (commands, count) = recorder.into_inner().into_commands();
+        let undo = Trailing::unwritten(&commands, count, keep_until);
+        if turn.push(Entry::Undo(Box::new(undo.into()))).is_err() {
+            log::warn!(
+                "redhold: too many requests unconfirmed; an unreplicated acquire of {:?} is \
+                 not undone, and its hold expires after its lease",
+                names::shorten(self.lock.name)
+            );
+            return;
+        }
+        // Sent now, within one response timeout; what is not confirmed by
+        // then stays on the lane for its next settle (or the worker's).
+        if let Err(e) = turn.settle(engine.step_deadline()) {
+            log::debug!(
+                "redhold: the undo of an unreplicated acquire of {:?} is not confirmed yet: {}",
+                names::shorten(self.lock.name),
+                e.report()
+            );
+        }
     }
 
     /// Writes an undo behind each attempt of the call that a stalled server

@@ -107,42 +107,6 @@ impl Engine {
         self.give_back_request(turn, lock, field, deadline, 0)
     }
 
-    /// Gives back what an acquire the replicas did not confirm
-    /// (`sync_replicas`) took: every hold of `field` above `above` (those
-    /// the guards and the lane's releases stand for), one release at a
-    /// time under the condition "only above `above`", until Redis counts
-    /// no more (at most [`MAX_ORPHANS_RELEASED`]). Conditional, so that a
-    /// failover to a replica that never had the acquire (nor the undo's
-    /// latch) releases no hold a guard stands for when the undo is sent
-    /// again there; repeated, so that an acquire the pool ran twice (the
-    /// first reply cut before its `WAIT`) leaves nothing behind either.
-    /// The caller holds the lane's turn. A release that fails is not
-    /// carried on: what it leaves is counted above the guards, given back
-    /// by the generation's last release or expiring with the lease.
-    pub(super) fn undo_unreplicated<K: KindOps>(
-        &self,
-        lock: LockRef<'_, K>,
-        field: &Arc<str>,
-        above: u32,
-    ) -> Result<()> {
-        for _ in 0..MAX_ORPHANS_RELEASED {
-            let request_id = self.next_request_id();
-            let made = AtomicU32::new(0);
-            let released = self.run_release(lock, &made, None, |mut at| {
-                at.undo_above = Some(above);
-                lock.kind.release(at, field, &request_id)
-            });
-            match released {
-                // One given back, more may remain above the guards'.
-                Ok(Some(HOLDS_REMAIN)) | Err(Error::ReplicasNotSynced { .. }) => {}
-                // Nothing above them (`4`), the lock freed, or not held.
-                Ok(_) => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-
     /// [`release_script`](Self::release_script), and `more` holds after it
     /// while it replies "holds remain" and no guard holds the lock: the
     /// rest goes on from the worker (unsent, when this one could not be

@@ -125,8 +125,11 @@ impl<'a> Target<'a> {
         if let Some(recorder) = self.recorder {
             return op(&mut *recorder.borrow_mut()).map_err(Error::Redis);
         }
+        // An undo ("above:N") stands on the master, which is what the
+        // next acquire checks: it waits for no replica.
+        let undo = self.undo_above.is_some();
         self.server
-            .run_write_until(self.name, self.deadline, op, wrote)
+            .run_write_until(self.name, self.deadline, op, |value| !undo && wrote(value))
     }
 
     /// The unlock latch key of release `request_id` and its TTL in ms
