@@ -2,6 +2,10 @@
 //! "every counterexample the model finds against the code as built is a
 //! defect"), each found here again. Once it is fixed, the model's mirror
 //! of the fix makes the test here fail: then this test goes.
+//!
+//! Defect 9 (an unconfirmed undo of an unreplicated acquire run after the
+//! thread's next acquire) is fixed in 08de4f2 and is now
+//! `ClientMutation::UnreplicatedUndoOffLane` (`client_mutations.rs`).
 
 #[allow(dead_code)] // Each test file uses part of the support.
 mod client {
@@ -11,20 +15,20 @@ mod client {
 use client::support::counterexample;
 use redhold_model::client::Config;
 
-/// With `sync_replicas` (d847eb6): an acquire the replica did not confirm
-/// is undone by a release `above:0`; a failover cuts it, the pool's retry
-/// (the same `above:0`, the same id) is held back and times out, and the
-/// undo ends unconfirmed, kept nowhere (`undo_unreplicated` returns the
-/// error, nothing on the lane). The thread's next acquire takes the lock
-/// (told `Ok`, one guard), then the held-back retry runs: Redis counts 1,
-/// above 0, and it frees the guarded hold (not excused: found in
-/// `deep_failover(true)`, 14 steps, 44,673 states, which is therefore
-/// not explored to its end).
+/// With `sync_replicas` (08de4f2 mirrored): c1.t0's hold expires in
+/// Redis; its next `try_lock` takes the free lock, its `WAIT` counts no
+/// replica, then the replica catches up; the undo (`above:0`) frees the
+/// hold on the master, c0.t0's acquire takes the lock, and the failover
+/// promotes the replica, which brings c1's undone hold back (c0's acquire
+/// lost, never told `Ok`). c1.t0's unlock of its expired hold finds it and
+/// says `Ok` though c0 entered the lock since (defect 10, not excused:
+/// found in `deep_failover(true)`, 22 steps, 804,627 states, which is
+/// therefore not explored to its end).
 #[test]
-fn an_unconfirmed_unreplicated_undo_runs_after_the_next_acquire() {
+fn a_failover_brings_back_an_undone_unreplicated_acquire() {
     counterexample(
-        "unreplicated undo run late",
+        "undone unreplicated acquire brought back",
         Config::deep_failover(true),
-        &["at rest, Redis counts the holds the guards stand for"],
+        &["no unlock says Ok for a hold another holder entered"],
     );
 }

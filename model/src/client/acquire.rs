@@ -127,11 +127,11 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                 }
             }
         }
-        CallAt::Unsynced { mut left, mut send } => {
-            if super::unreplicated::advance(cfg, s, (c, h), &mut left, &mut send) {
+        CallAt::Unsynced { mut settle, id } => {
+            if super::unreplicated::advance(cfg, s, (c, h), &mut settle, id) {
                 return unsynced(cfg, s, c, t, call);
             }
-            call.at = CallAt::Unsynced { left, send };
+            call.at = CallAt::Unsynced { settle, id };
             Flow::Block
         }
         CallAt::Join => wait::join(cfg, s, c, call),
@@ -293,8 +293,9 @@ fn reply(
             wait::busy(cfg, s, c, t, call, ticks)
         }
         Answer::NotSynced => {
-            // Undone on the master before the error is returned, on the
-            // turn, no deadline (`unreplicated.rs`).
+            // Undone before the error is returned, on the turn: an undo
+            // entry on the lane, settled within one response timeout
+            // (`unreplicated.rs`).
             call.at = super::unreplicated::begin(cfg, s, (c, h));
             Flow::Block
         }

@@ -88,10 +88,11 @@ pub enum CallAt {
     /// (`release_orphans`): `left` more after the one out.
     Orphans { left: u8, send: RelSend },
     /// The acquire took the lock but its `WAIT` counted too few
-    /// replicas: it is undone on the step's turn, one release `above:N`
-    /// at a time, `left` more at most (`Engine::undo_unreplicated`), and
-    /// the call fails with `ReplicasNotSynced`.
-    Unsynced { left: u8, send: RelSend },
+    /// replicas: it is undone on the step's turn, an undo entry (its
+    /// first request id `id`) pushed onto the lane, which is settled
+    /// (`Call::undo_unreplicated`); the call then fails with
+    /// `ReplicasNotSynced`.
+    Unsynced { settle: Settle, id: ReqId },
     /// Joining the waiters after a first try found the lock busy.
     Join,
     /// Parked on the lock's channel (a spin lock sleeps its backoff).
@@ -166,8 +167,6 @@ pub struct RelSend {
     pub send: Send,
     /// Ticks since its first attempt was sent.
     pub since_first: u8,
-    /// Sent `above:N` (retries too): the undo of an unreplicated acquire.
-    pub above: Option<u8>,
 }
 
 /// A lane being settled (`one.rs`, `Lane::settle`) by a deadline.

@@ -15,9 +15,11 @@
 //! 2bbaed6, `NoUndoResend`), an undo that cannot follow its cut late
 //! attempt (`UndoCannotFollowCut`, 3fc6f44, `UndoNotWrittenLost`), the
 //! undo of an unreplicated acquire resent across a failover
-//! (`GiveBackAcrossFailover`, d847eb6, `UnreplicatedUndoUnconditional`)
-//! and an unreplicated acquire the pool ran twice undone by one release
-//! (defect 8, d847eb6, `UnreplicatedUndoOnce`). Open: none.
+//! (`GiveBackAcrossFailover`, d847eb6, `UnreplicatedUndoUnconditional`),
+//! an unreplicated acquire the pool ran twice undone by one release
+//! (defect 8, d847eb6, `UnreplicatedUndoOnce`) and an unconfirmed undo
+//! of an unreplicated acquire run after the thread's next acquire (defect
+//! 9, 08de4f2, `UnreplicatedUndoOffLane`). Open: none.
 
 /// A defect the model found in the library as built (none open).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

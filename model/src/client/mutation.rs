@@ -103,18 +103,28 @@ pub enum ClientMutation {
     /// the release is about to give back too.
     ReleaseForgetsBeforeTurn,
     /// With `sync_replicas`, an acquire the replicas did not confirm is
-    /// undone by a plain release of one hold, as before d847eb6
-    /// (`attempt.rs`, `release_script` instead of `undo_unreplicated`):
-    /// resent by the pool's retry across a failover to a replica that
-    /// never had the acquire, it frees a hold a guard stands for (found by
-    /// this model in the library as built, `Known::GiveBackAcrossFailover`).
+    /// undone by plain releases of one hold each, as before d847eb6
+    /// (`attempt.rs`, `undo_unreplicated` recording releases without
+    /// `undo_above`): a copy sent again across a failover to a replica
+    /// that never had the acquire frees a hold a guard stands for (found
+    /// by this model in the library as built,
+    /// `Known::GiveBackAcrossFailover`).
     UnreplicatedUndoUnconditional,
     /// With `sync_replicas`, the undo of an unreplicated acquire is one
-    /// release `above:N`, not repeated while holds remain above the
-    /// guards' (`undo_unreplicated` without its loop): an acquire the pool
-    /// ran twice (its first reply cut before `WAIT`) leaves a hold with no
-    /// guard (found by this model in the library as built, defect 8).
+    /// release `above:N`, not one per attempt the pool may have made
+    /// (`undo_unreplicated` recording a single release): an acquire the
+    /// pool ran twice (its first reply cut before `WAIT`) leaves a hold
+    /// with no guard (found by this model in the library as built, defect
+    /// 8).
     UnreplicatedUndoOnce,
+    /// With `sync_replicas`, the undo of an unreplicated acquire is not
+    /// kept on the lane once its step's settle did not confirm it in time,
+    /// as before 08de4f2 (`Engine::undo_unreplicated`, a loop on the pool
+    /// whose release that timed out ended the undo): a copy held back past
+    /// a failover runs after the thread's next `try_lock` took the lock,
+    /// and frees the guarded hold (found by this model in the library as
+    /// built, defect 9).
+    UnreplicatedUndoOffLane,
 }
 
 impl ClientMutation {
@@ -139,5 +149,6 @@ impl ClientMutation {
         ClientMutation::WaiterRecordsHandedHold,
         ClientMutation::UnreplicatedUndoUnconditional,
         ClientMutation::UnreplicatedUndoOnce,
+        ClientMutation::UnreplicatedUndoOffLane,
     ];
 }

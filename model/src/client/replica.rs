@@ -154,9 +154,9 @@ fn release_ids(cfg: &Config, s: &State, c: u8, t: u8) -> Vec<ReqId> {
         match &thread.job {
             Job::Release(rel) => ids.push(rel.id),
             Job::Acquire(call) => match &call.at {
-                CallAt::Unsynced { send, .. }
-                | CallAt::Orphans { send, .. }
-                | CallAt::FinishGiveBack { send, .. } => ids.push(send.id),
+                CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
+                    ids.push(send.id)
+                }
                 _ => {}
             },
             _ => {}

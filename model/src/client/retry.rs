@@ -37,22 +37,6 @@ pub fn first(
         attempts: 1,
         send: Send::on(wire, cfg.retries),
         since_first: 0,
-        above: None,
-    }
-}
-
-/// Sends the first attempt of release `id` of thread `(c, t)` under the
-/// condition `above:N` (`Engine::undo_unreplicated`): its retries send the
-/// same condition with the same id.
-pub fn first_above(cfg: &Config, s: &mut State, (c, t): (u8, u8), id: ReqId, above: u8) -> RelSend {
-    let attempt = Attempt::Above(i64::from(above));
-    let wire = s.open(c, release_call(cfg, c, t, id, attempt, None));
-    RelSend {
-        id,
-        attempts: 1,
-        send: Send::on(wire, cfg.retries),
-        since_first: 0,
-        above: Some(above),
     }
 }
 
@@ -70,10 +54,7 @@ pub fn progress(
         Read::Reply(other) => unreachable!("a release replied {other:?}"),
         Read::Waiting => Progress::Waiting,
         Read::Failed | Read::TimedOut if rs.send.tries_left > 0 && !deadline_passed => {
-            let attempt = rs
-                .above
-                .map_or(Attempt::Retry, |n| Attempt::Above(i64::from(n)));
-            rs.send = resend(cfg, s, (c, t), rs.id, successor, attempt, rs.send);
+            rs.send = resend(cfg, s, (c, t), rs.id, successor, Attempt::Retry, rs.send);
             rs.attempts = (rs.attempts + 1).min(2);
             Progress::Waiting
         }

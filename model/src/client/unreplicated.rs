@@ -1,104 +1,94 @@
 //! The undo of an acquire the replicas did not confirm (`sync_replicas`;
-//! `engine/attempt.rs` on `ReplicasNotSynced`, `Engine::undo_unreplicated`
-//! in `engine/unguarded.rs`): under the step's turn, releases of the
-//! thread's field under the condition `above:N`, N the holds its guards
-//! stand for plus the releases on its lane (release only while Redis
-//! counts more than N: reply 4 and nothing latched otherwise), one at a
-//! time, each under the pool's retry rule (its retries send the same
-//! `above:N` with the same id), repeated while the reply is "holds
-//! remain" (0), at most [`MAX_UNDONE`] times. Conditional, so that a copy
-//! resent across a failover to a replica that never had the acquire frees
-//! no hold a guard stands for; repeated, so that an acquire the pool ran
-//! twice (its first reply cut before `WAIT`) leaves nothing behind.
+//! `engine/attempt.rs`, `Call::undo_unreplicated`, on
+//! `ReplicasNotSynced`, since 08de4f2): under the step's turn, up to
+//! `min(retry_attempts + 1, 8)` releases of the thread's field under the
+//! condition `above:N` (N the holds its guards stand for plus the
+//! releases on its lane; release only while Redis counts more than N),
+//! each with its own request id, recorded as one undo entry with no
+//! connection yet (`Trailing::unwritten`) and pushed onto the lane, which
+//! is then settled at once within one response timeout. The lane's settle
+//! sends the batch as a copy on a new connection, one copy at a time,
+//! exactly as for an undo behind a late attempt whose connection failed
+//! ([`super::undo`], `settle_undo`, `resend`): a copy whose reply does not
+//! come in time is kept and read later, no other copy goes while it may
+//! run, and the undo stays on the lane until a copy's replies are read or
+//! its keep time (the latch's life) is over, so that no later request of
+//! the field overtakes it (the model's defect 9, fixed in 08de4f2).
 //!
-//! A release that stays unconfirmed ends the undo, not carried on by the
-//! worker (the library logs it): what it leaves above the guards is given
-//! back by the generation's last release or expires with its lease (a
-//! documented limit, excused). The library also goes on when the release
-//! itself fails with `ReplicasNotSynced`; the model's releases have no
-//! `WAIT` behind them.
+//! Conditional, so that a copy sent again across a failover to a replica
+//! that never had the acquire frees no hold a guard stands for; several,
+//! so that an acquire the pool ran twice (its first reply cut before
+//! `WAIT`) leaves nothing behind. It waits for no replica (no `WAIT`). The
+//! call fails with `ReplicasNotSynced` whatever the settle found.
 
 use super::config::Config;
 use super::holds;
-use super::job::{CallAt, RelSend};
+use super::job::{CallAt, Settle};
 use super::mutation::ClientMutation;
-use super::retry::{self, Progress};
-use super::state::{Entry, Purpose, State};
+use super::settle::{settle, Settled, Settler};
+use super::state::{Entry, ReqId, State};
 
-/// The most releases one undo sends (`MAX_ORPHANS_RELEASED`, 8 in the
-/// library): enough here for every hold an acquire call can take (its
-/// attempts cut before their reply, two at most, and the last) and the
-/// reply that finds nothing above.
-pub const MAX_UNDONE: u8 = 4;
-
-/// "Holds remain": a release gave back one hold of several.
-const HOLDS_REMAIN: Option<i64> = Some(0);
-
-/// Begins the undo of thread `(c, h)`'s unreplicated acquire, on its turn.
-pub fn begin(cfg: &Config, s: &mut State, (c, h): (u8, u8)) -> CallAt {
-    let id = s.fresh_id();
-    if cfg.mutated(ClientMutation::UnreplicatedUndoUnconditional) {
-        // The library before the fix: a plain release of one hold.
-        let send = retry::first(cfg, s, (c, h), id, None);
-        return CallAt::Unsynced { left: 0, send };
+/// The most releases one undo records (`min(retry_attempts + 1, 8)` in
+/// the library: the pool runs the acquire once per attempt, at most).
+pub fn releases(cfg: &Config) -> u8 {
+    if cfg.mutated(ClientMutation::UnreplicatedUndoOnce) {
+        // The defect: one release, whatever attempts the pool made.
+        return 1;
     }
+    (cfg.retries + 1).min(8)
+}
+
+/// Begins the undo of thread `(c, h)`'s unreplicated acquire, on its
+/// turn: the undo entry on the lane, then the lane's settle.
+pub fn begin(cfg: &Config, s: &mut State, (c, h): (u8, u8)) -> CallAt {
     // Every hold above those the guards and the lane's releases stand for
     // (`turn.with_state`: `renewals.counted` plus the releases).
-    let releases = s
+    let on_lane = s
         .thread(c, h)
         .lane
         .entries
         .iter()
         .filter(|e| matches!(e, Entry::Release(_) | Entry::Shared { .. }))
         .count() as u8;
-    let above = holds::counted(cfg, s, c, h) + releases;
-    let left = if cfg.mutated(ClientMutation::UnreplicatedUndoOnce) {
-        0
+    let above = if cfg.mutated(ClientMutation::UnreplicatedUndoUnconditional) {
+        // The library before d847eb6: plain releases, one hold each.
+        None
     } else {
-        MAX_UNDONE - 1
+        Some(holds::counted(cfg, s, c, h) + on_lane)
     };
-    let send = retry::first_above(cfg, s, (c, h), id, above);
-    CallAt::Unsynced { left, send }
+    let ids: Vec<ReqId> = (0..releases(cfg)).map(|_| s.fresh_id()).collect();
+    let undo = Entry::Undo {
+        wire: None,
+        keep: cfg.latch_ticks(),
+        above,
+        ids,
+    };
+    let id = match &undo {
+        Entry::Undo { ids, .. } => ids[0],
+        _ => unreachable!("an undo"),
+    };
+    super::retry::push(s, c, h, undo);
+    CallAt::Unsynced {
+        settle: Settle::within(1),
+        id,
+    }
 }
 
-/// One move of the undo: `true` once it is over (the call then fails with
-/// `ReplicasNotSynced`).
-pub fn advance(
-    cfg: &Config,
-    s: &mut State,
-    (c, h): (u8, u8),
-    left: &mut u8,
-    send: &mut RelSend,
-) -> bool {
-    let progress = retry::progress(cfg, s, (c, h), send, None, false);
-    match (progress, send.above) {
-        (Progress::Waiting, _) => false,
-        (Progress::Answered(HOLDS_REMAIN, _), Some(n)) => {
-            if *left == 0 {
-                if !cfg.mutated(ClientMutation::UnreplicatedUndoOnce) {
-                    // The model's bound, past every hold a call can take.
-                    holds::excuse_leak(s, c, h);
-                }
-                return true;
+/// One move of the undo's settle: `true` once it is over (the call then
+/// fails with `ReplicasNotSynced`).
+pub fn advance(cfg: &Config, s: &mut State, (c, h): (u8, u8), st: &mut Settle, id: ReqId) -> bool {
+    match settle(cfg, s, c, h, st, Settler::Step) {
+        Settled::Blocked => false,
+        Settled::Done => true,
+        Settled::NotYet => {
+            if cfg.mutated(ClientMutation::UnreplicatedUndoOffLane) {
+                // The library before 08de4f2: a release not confirmed in
+                // time ends the undo (logged), kept nowhere, while the
+                // copy out may still run.
+                let lane = &mut s.thread_mut(c, h).lane.entries;
+                lane.retain(|e| !matches!(e, Entry::Undo { ids, .. } if ids.first() == Some(&id)));
+                holds::excuse_leak(s, c, h);
             }
-            *left -= 1;
-            let id = s.fresh_id();
-            *send = retry::first_above(cfg, s, (c, h), id, n);
-            false
-        }
-        // Nothing above the guards (4), the lock freed, or not held.
-        (Progress::Answered(..), _) => true,
-        (Progress::Unconfirmed, None) => {
-            // The library before the fix: left to the lane, like any
-            // give-back not confirmed (`give_back_request`).
-            let p = retry::pending(cfg, Some(send), send.id, Purpose::Unguarded { more: 0 }, 0);
-            retry::push(s, c, h, Entry::Release(p));
-            true
-        }
-        (Progress::Unconfirmed, Some(_)) => {
-            // Logged, not carried on: what is left stays above the guards
-            // until the generation's last release or its lease.
-            holds::excuse_leak(s, c, h);
             true
         }
     }
