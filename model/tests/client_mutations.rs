@@ -267,3 +267,50 @@ fn a_wait_whose_count_is_ignored() {
     let cfg = mutated(ClientMutation::WaitCountIgnored, Config::failover(true));
     counterexample("WAIT count ignored", cfg, &[EXCLUSION, AT_REST]);
 }
+
+/// With `sync_replicas`, the undo of an unreplicated acquire a plain
+/// release of one hold (before d847eb6): resent by the pool's retry
+/// across a failover to the replica that never had the acquire (a
+/// re-entry), it frees the hold the thread was told `Ok` for.
+#[test]
+fn an_unreplicated_undo_unconditional() {
+    let cfg = mutated(
+        ClientMutation::UnreplicatedUndoUnconditional,
+        Config::failover(true),
+    );
+    counterexample(
+        "unreplicated undo unconditional",
+        cfg,
+        &[EXCLUSION, AT_REST],
+    );
+}
+
+/// With `sync_replicas`, the undo of an unreplicated acquire one release
+/// `above:N` only: the `WAIT` behind an acquire is cut before its reply,
+/// the pool's retry runs the acquire again (two holds) and its `WAIT`
+/// counts no replica; the undo's single release gives back one and the
+/// call fails, the cut attempt's hold left with no guard until its lease
+/// (defect 8; not reached by `failover(true)`).
+#[test]
+fn an_unreplicated_undo_once() {
+    let cfg = mutated(
+        ClientMutation::UnreplicatedUndoOnce,
+        Config::deep_failover(true),
+    );
+    counterexample("unreplicated undo once", cfg, &[AT_REST]);
+}
+
+/// With `sync_replicas`, the undo of an unreplicated acquire not kept on
+/// the lane once its step's settle did not confirm it (before 08de4f2): a
+/// failover cuts its copy, the next copy is held back and times out, the
+/// undo ends kept nowhere; the thread's next acquire takes the lock, then
+/// the held-back copy runs `above:0` and frees the guarded hold (defect
+/// 9).
+#[test]
+fn an_unreplicated_undo_off_the_lane() {
+    let cfg = mutated(
+        ClientMutation::UnreplicatedUndoOffLane,
+        Config::deep_failover(true),
+    );
+    counterexample("unreplicated undo off the lane", cfg, &[AT_REST]);
+}

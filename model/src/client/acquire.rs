@@ -127,27 +127,12 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                 }
             }
         }
-        CallAt::Unsynced { mut send } => {
-            match retry::progress(cfg, s, (c, h), &mut send, None, false) {
-                Progress::Waiting => {
-                    call.at = CallAt::Unsynced { send };
-                    Flow::Block
-                }
-                Progress::Answered(..) => unsynced(cfg, s, c, t, call),
-                Progress::Unconfirmed => {
-                    // Left to the lane, like any give-back not confirmed
-                    // (`give_back_request`).
-                    let p = retry::pending(
-                        cfg,
-                        Some(&send),
-                        send.id,
-                        Purpose::Unguarded { more: 0 },
-                        0,
-                    );
-                    retry::push(s, c, h, Entry::Release(p));
-                    unsynced(cfg, s, c, t, call)
-                }
+        CallAt::Unsynced { mut settle, id } => {
+            if super::unreplicated::advance(cfg, s, (c, h), &mut settle, id) {
+                return unsynced(cfg, s, c, t, call);
             }
+            call.at = CallAt::Unsynced { settle, id };
+            Flow::Block
         }
         CallAt::Join => wait::join(cfg, s, c, call),
         CallAt::Parked(park) => wait::parked(cfg, s, c, t, call, park),
@@ -308,11 +293,10 @@ fn reply(
             wait::busy(cfg, s, c, t, call, ticks)
         }
         Answer::NotSynced => {
-            // Undone on the master before the error is returned
-            // (`send_acquire`: `release_script` on the turn, no deadline).
-            let id = s.fresh_id();
-            let send = retry::first(cfg, s, (c, h), id, None);
-            call.at = CallAt::Unsynced { send };
+            // Undone before the error is returned, on the turn: an undo
+            // entry on the lane, settled within one response timeout
+            // (`unreplicated.rs`).
+            call.at = super::unreplicated::begin(cfg, s, (c, h));
             Flow::Block
         }
         // A re-entry's reply to a plain acquire: the library reports it.

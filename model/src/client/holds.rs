@@ -29,7 +29,6 @@ fn end(s: &mut State, c: u8, t: u8) {
     thread.gen = None;
     thread.ghost.wiped = false;
     thread.ghost.failover_lost = false;
-    thread.ghost.give_back_across_failover = false;
     thread.ghost.intruded = false;
     for entry in &mut thread.lane.entries {
         if let Entry::Release(p) = entry {
@@ -109,7 +108,6 @@ pub fn add(
     });
     thread.ghost.wiped = false;
     thread.ghost.failover_lost = false;
-    thread.ghost.give_back_across_failover = false;
     thread.ghost.intruded = false;
     holds.saturating_sub(1)
 }

@@ -88,9 +88,11 @@ pub enum CallAt {
     /// (`release_orphans`): `left` more after the one out.
     Orphans { left: u8, send: RelSend },
     /// The acquire took the lock but its `WAIT` counted too few
-    /// replicas: it is undone on the step's turn (`send_acquire`,
-    /// `release_script`) and the call fails with `ReplicasNotSynced`.
-    Unsynced { send: RelSend },
+    /// replicas: it is undone on the step's turn, an undo entry (its
+    /// first request id `id`) pushed onto the lane, which is settled
+    /// (`Call::undo_unreplicated`); the call then fails with
+    /// `ReplicasNotSynced`.
+    Unsynced { settle: Settle, id: ReqId },
     /// Joining the waiters after a first try found the lock busy.
     Join,
     /// Parked on the lock's channel (a spin lock sleeps its backoff).

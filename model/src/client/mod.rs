@@ -58,6 +58,7 @@ pub mod settle;
 pub mod state;
 pub mod time;
 pub mod undo;
+pub mod unreplicated;
 pub mod wait;
 pub mod worker;
 

@@ -102,6 +102,29 @@ pub enum ClientMutation {
     /// turn, sees fewer guards than Redis counts and gives back the hold
     /// the release is about to give back too.
     ReleaseForgetsBeforeTurn,
+    /// With `sync_replicas`, an acquire the replicas did not confirm is
+    /// undone by plain releases of one hold each, as before d847eb6
+    /// (`attempt.rs`, `undo_unreplicated` recording releases without
+    /// `undo_above`): a copy sent again across a failover to a replica
+    /// that never had the acquire frees a hold a guard stands for (found
+    /// by this model in the library as built,
+    /// `Known::GiveBackAcrossFailover`).
+    UnreplicatedUndoUnconditional,
+    /// With `sync_replicas`, the undo of an unreplicated acquire is one
+    /// release `above:N`, not one per attempt the pool may have made
+    /// (`undo_unreplicated` recording a single release): an acquire the
+    /// pool ran twice (its first reply cut before `WAIT`) leaves a hold
+    /// with no guard (found by this model in the library as built, defect
+    /// 8).
+    UnreplicatedUndoOnce,
+    /// With `sync_replicas`, the undo of an unreplicated acquire is not
+    /// kept on the lane once its step's settle did not confirm it in time,
+    /// as before 08de4f2 (`Engine::undo_unreplicated`, a loop on the pool
+    /// whose release that timed out ended the undo): a copy held back past
+    /// a failover runs after the thread's next `try_lock` took the lock,
+    /// and frees the guarded hold (found by this model in the library as
+    /// built, defect 9).
+    UnreplicatedUndoOffLane,
 }
 
 impl ClientMutation {
@@ -124,5 +147,8 @@ impl ClientMutation {
         ClientMutation::UndoCopiesOverlap,
         ClientMutation::UndoNotWrittenLost,
         ClientMutation::WaiterRecordsHandedHold,
+        ClientMutation::UnreplicatedUndoUnconditional,
+        ClientMutation::UnreplicatedUndoOnce,
+        ClientMutation::UnreplicatedUndoOffLane,
     ];
 }

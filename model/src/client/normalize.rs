@@ -39,12 +39,16 @@ fn visit(clients: &mut [Client], f: &mut dyn FnMut(Ref<'_>)) {
                     }
                     match &mut call.at {
                         CallAt::StepSettle(st) | CallAt::FinishSettle(st) => settle_refs(st, f),
+                        CallAt::Unsynced { settle, id } => {
+                            f(Ref::Id(id));
+                            settle_refs(settle, f);
+                        }
                         CallAt::Sent(send, _) | CallAt::FinishLook(send) => {
                             f(Ref::Wire(&mut send.wire))
                         }
-                        CallAt::Orphans { send, .. }
-                        | CallAt::FinishGiveBack { send, .. }
-                        | CallAt::Unsynced { send } => rel_refs(send, f),
+                        CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
+                            rel_refs(send, f)
+                        }
                         _ => {}
                     }
                 }

@@ -68,8 +68,6 @@ pub fn holders(cfg: &Config, s: &State) -> usize {
 /// is excused: every acquire told `Ok` was on the replica.
 pub fn lost_excused(cfg: &Config, t: &super::state::Thread) -> bool {
     t.ghost.failover_lost && !cfg.sync_replicas
-        || t.ghost.give_back_across_failover
-            && cfg.excuses(super::known::Known::GiveBackAcrossFailover)
 }
 
 fn bounded_ttls(cfg: &Config, s: &State) -> bool {

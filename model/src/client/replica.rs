@@ -21,11 +21,11 @@
 
 use super::config::{Config, Fault};
 use super::events;
-use super::job::{CallAt, Job, RelAt};
+use super::job::{CallAt, Job};
 use super::properties::in_redis;
 use super::pubsub;
 use super::requests::LOCK;
-use super::state::{Answer, Entry, Purpose, ReqId, Request, State};
+use super::state::{Answer, Entry, ReqId, Request, State};
 use crate::names::{Key, Request as Latch};
 
 /// Whether the initial state keeps a replica.
@@ -139,33 +139,7 @@ pub fn fail_over(cfg: &Config, s: &mut State) {
         if after.0 > guards {
             s.thread_mut(c, t).ghost.leak_excused = true;
         }
-        if unguarded_give_back(s, c, t) {
-            s.thread_mut(c, t).ghost.give_back_across_failover = true;
-        }
     }
-}
-
-/// Whether thread `(c, t)` has a give-back of a hold no guard stands for
-/// on its way or left to its lane: a plain release (not `above:N`) that,
-/// once the failover lost the hold it was for, frees a guarded one of
-/// the new master's (`Known::GiveBackAcrossFailover`).
-fn unguarded_give_back(s: &State, c: u8, t: u8) -> bool {
-    let thread = s.thread(c, t);
-    let acting = s.clients[usize::from(c)]
-        .threads
-        .iter()
-        .any(|o| match &o.job {
-            Job::Acquire(call) => matches!(
-                call.at,
-                CallAt::Unsynced { .. } | CallAt::Orphans { .. } | CallAt::FinishGiveBack { .. }
-            ),
-            Job::Release(rel) => rel.holder == t && matches!(rel.at, RelAt::GiveBack { .. }),
-            _ => false,
-        });
-    acting
-        || thread.lane.entries.iter().any(
-            |e| matches!(e, Entry::Release(p) if matches!(p.purpose, Purpose::Unguarded { .. })),
-        )
 }
 
 /// The request ids of the releases of thread `(c, t)`'s field on their
@@ -180,9 +154,9 @@ fn release_ids(cfg: &Config, s: &State, c: u8, t: u8) -> Vec<ReqId> {
         match &thread.job {
             Job::Release(rel) => ids.push(rel.id),
             Job::Acquire(call) => match &call.at {
-                CallAt::Unsynced { send }
-                | CallAt::Orphans { send, .. }
-                | CallAt::FinishGiveBack { send, .. } => ids.push(send.id),
+                CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
+                    ids.push(send.id)
+                }
                 _ => {}
             },
             _ => {}

@@ -141,15 +141,17 @@ pub fn release_call(
 
 /// The pool's retry of a release attempt whose connection failed (or
 /// whose reply timed out, within its deadline): the same request id, and
-/// successor, on a new connection, as a retry.
+/// successor, on a new connection, as a retry (`attempt`: `retry`, or an
+/// undo's `above:N` again).
 pub fn resend(
     cfg: &Config,
     s: &mut State,
     (c, t): (u8, u8),
     id: ReqId,
     successor: Option<u8>,
+    attempt: Attempt,
     out: Send,
 ) -> Send {
-    let wire = s.open(c, release_call(cfg, c, t, id, Attempt::Retry, successor));
+    let wire = s.open(c, release_call(cfg, c, t, id, attempt, successor));
     Send::on(wire, out.tries_left.saturating_sub(1))
 }

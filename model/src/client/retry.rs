@@ -54,7 +54,7 @@ pub fn progress(
         Read::Reply(other) => unreachable!("a release replied {other:?}"),
         Read::Waiting => Progress::Waiting,
         Read::Failed | Read::TimedOut if rs.send.tries_left > 0 && !deadline_passed => {
-            rs.send = resend(cfg, s, (c, t), rs.id, successor, rs.send);
+            rs.send = resend(cfg, s, (c, t), rs.id, successor, Attempt::Retry, rs.send);
             rs.attempts = (rs.attempts + 1).min(2);
             Progress::Waiting
         }

@@ -213,7 +213,7 @@ fn awaited(
         Read::Reply(other) => unreachable!("a release replied {other:?}"),
         Read::Failed | Read::TimedOut if out.tries_left > 0 && !st.expired => {
             p.attempts = 2;
-            st.out = Some(resend(cfg, s, (c, lane), p.id, None, out));
+            st.out = Some(resend(cfg, s, (c, lane), p.id, None, Attempt::Retry, out));
             Try::Blocked
         }
         Read::Failed | Read::TimedOut => {

@@ -196,9 +196,6 @@ pub struct Ghost {
     /// generation's holds than the master: without `sync_replicas`, its
     /// guards may overlap another holder (the documented limit).
     pub failover_lost: bool,
-    /// A give-back of a hold no guard stands for was on its way or left to
-    /// the lane at a failover (`Known::GiveBackAcrossFailover`).
-    pub give_back_across_failover: bool,
 }
 
 /// A lane: its turn, and the requests not confirmed yet, in order.
@@ -231,13 +228,15 @@ pub enum Taker {
 pub enum Entry {
     /// An undo written behind a late acquire on its connection (`None`
     /// once that failed, until a copy goes: [`super::undo`]); settled by
-    /// its reply or a copy's, or its keep time's end. Its releases of
-    /// more than `above` holds, with request ids `ids`, are what a copy
-    /// sends again.
+    /// its reply or a copy's, or its keep time's end; also the undo of an
+    /// unreplicated acquire ([`super::unreplicated`]), with no connection
+    /// from the start. Its releases of more than `above` holds (`None`:
+    /// plain releases, a mutation only), with request ids `ids`, are what
+    /// a copy sends again.
     Undo {
         wire: Option<WireId>,
         keep: u8,
-        above: u8,
+        above: Option<u8>,
         ids: Vec<ReqId>,
     },
     /// A release, sent or not.

@@ -56,13 +56,13 @@ pub fn runnable(cfg: &Config, s: &State, c: u8, t: u8) -> bool {
         Job::Acquire(call) => match &call.at {
             CallAt::Step | CallAt::Join => true,
             CallAt::StepTurn { expired } => *expired || super::acquire::step_may_take(lane, t),
-            CallAt::StepSettle(st) | CallAt::FinishSettle(st) => {
-                settle_ready(cfg, s, c, h, st, false)
-            }
+            CallAt::StepSettle(st)
+            | CallAt::FinishSettle(st)
+            | CallAt::Unsynced { settle: st, .. } => settle_ready(cfg, s, c, h, st, false),
             CallAt::Sent(send, _) | CallAt::FinishLook(send) => ready(s, send),
-            CallAt::Orphans { send, .. }
-            | CallAt::FinishGiveBack { send, .. }
-            | CallAt::Unsynced { send } => ready(s, &send.send),
+            CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
+                ready(s, &send.send)
+            }
             CallAt::Parked(p) => p.woke.is_some(),
             CallAt::FinishTurn => super::acquire::step_may_take(lane, t),
         },
@@ -202,15 +202,15 @@ fn expire_job(s: &mut State, c: u8, t: u8) {
             call.wait_left = call.wait_left.map(|w| w.saturating_sub(1));
             match &mut call.at {
                 CallAt::StepTurn { expired } => *expired = true,
-                CallAt::StepSettle(st) | CallAt::FinishSettle(st) => expire(st),
+                CallAt::StepSettle(st)
+                | CallAt::FinishSettle(st)
+                | CallAt::Unsynced { settle: st, .. } => expire(st),
                 CallAt::Sent(send, sent) => {
                     send.expired = true;
                     sent.started_ago = sent.started_ago.saturating_add(1).min(9);
                 }
                 CallAt::FinishLook(send) => send.expired = true,
-                CallAt::Orphans { send, .. }
-                | CallAt::FinishGiveBack { send, .. }
-                | CallAt::Unsynced { send } => {
+                CallAt::Orphans { send, .. } | CallAt::FinishGiveBack { send, .. } => {
                     send.send.expired = true;
                     send.since_first = send.since_first.saturating_add(1).min(9);
                 }

@@ -20,6 +20,10 @@
 //! the cluster's) is out of reach here: every connection of the model can
 //! be followed, and every copy that times out is kept.
 //!
+//! The undo of an unreplicated acquire ([`super::unreplicated`], since
+//! 08de4f2) is such an undo from the start: no connection, settled by
+//! these copies.
+//!
 //! An undo that cannot be written behind its late attempt because that
 //! connection failed first (3fc6f44: `Trailing::follow` fails with the
 //! connection's error; the late request ran or never will) is kept as one
@@ -50,11 +54,12 @@ pub enum Undone {
     Skip,
 }
 
-/// The undo's releases of thread `lane`'s field, `above` holds, one per
-/// request id.
-pub fn requests(cfg: &Config, c: u8, lane: u8, above: u8, ids: &[ReqId]) -> Vec<Request> {
+/// The undo's releases of thread `lane`'s field, `above` holds (`None`:
+/// plain releases, sent as resends), one per request id.
+pub fn requests(cfg: &Config, c: u8, lane: u8, above: Option<u8>, ids: &[ReqId]) -> Vec<Request> {
+    let attempt = above.map_or(Attempt::Retry, |n| Attempt::Above(i64::from(n)));
     ids.iter()
-        .map(|&id| release_call(cfg, c, lane, id, Attempt::Above(i64::from(above)), None))
+        .map(|&id| release_call(cfg, c, lane, id, attempt, None))
         .collect()
 }
 
@@ -62,7 +67,7 @@ pub fn requests(cfg: &Config, c: u8, lane: u8, above: u8, ids: &[ReqId]) -> Vec<
 /// and keeps it on lane `lane`.
 pub fn follow(cfg: &Config, s: &mut State, c: u8, lane: u8, wire: WireId, above: u8, n: u8) {
     let ids: Vec<ReqId> = (0..n).map(|_| s.fresh_id()).collect();
-    let undo = requests(cfg, c, lane, above, &ids);
+    let undo = requests(cfg, c, lane, Some(above), &ids);
     s.wires[usize::from(wire)].requests.extend(undo);
     super::retry::push(
         s,
@@ -71,7 +76,7 @@ pub fn follow(cfg: &Config, s: &mut State, c: u8, lane: u8, wire: WireId, above:
         Entry::Undo {
             wire: Some(wire),
             keep: cfg.latch_ticks(),
-            above,
+            above: Some(above),
             ids,
         },
     );
@@ -90,7 +95,7 @@ pub fn unwritten(cfg: &Config, s: &mut State, c: u8, lane: u8, above: u8, n: u8)
         Entry::Undo {
             wire: None,
             keep: cfg.latch_ticks(),
-            above,
+            above: Some(above),
             ids,
         },
     );
