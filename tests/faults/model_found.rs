@@ -31,44 +31,7 @@ const RETRY_HELD: Duration = Duration::from_millis(1500);
 /// take the lock meanwhile.
 #[test]
 fn a_lost_acquire_reply_then_a_late_retry_leave_no_hold_behind() {
-    let server = RedisServer::start();
-    let proxy = FaultProxy::start(server.port());
-    let client = redhold::Client::builder()
-        .url(proxy.url())
-        .response_timeout(Duration::from_millis(400))
-        .retry_attempts(1)
-        .retry_delay(Duration::from_millis(20))
-        .build()
-        .expect("client through the proxy");
-    let name = "found:lost-then-late";
-    let lock = client.lock(name);
-    // Every script loaded: the held-back EVALSHA finds its script.
-    lock.lock()
-        .expect("a first hold")
-        .unlock()
-        .expect("its release");
-    let arming = proxy.arming();
-    // One-shot rules are looked at in the order armed: the first attempt
-    // runs and its reply is lost; the retry is the next one.
-    let lost = arming.arm(Rule {
-        matcher: Matcher::script(name, &[]),
-        action: Action::LoseReply,
-    });
-    let held = arming.arm(Rule {
-        matcher: Matcher::script(name, &[]),
-        action: Action::DelayRequest(RETRY_HELD),
-    });
-    let tried = lock.try_lock();
-    assert!(
-        lost.wait_fired(Duration::from_secs(1)) && held.wait_fired(Duration::from_secs(1)),
-        "the attempts were not lost and held back as planned ({})",
-        proxy.summary()
-    );
-    assert!(
-        tried.is_err(),
-        "the retry timed out: the call fails ({:?})",
-        tried.map(|g| g.is_some())
-    );
+    let (server, _proxy, _lock, name) = late_retry_failed("found:lost-then-late");
     // The held-back retry and the undo behind it have run by then.
     thread::sleep(RETRY_HELD + Duration::from_millis(700));
     let free = wait_until(Duration::from_secs(2), || !server.exists(name));
@@ -235,11 +198,9 @@ fn an_undo_sent_again_after_its_cut_goes_one_copy_at_a_time() {
 const COPY_HELD: Duration = Duration::from_millis(2000);
 
 /// A `try_lock` whose first attempt runs (one hold) and loses its reply to
-/// a cut, whose retry is held back past the response timeout (the call
-/// fails, an undo written behind the retry), and whose held-back
-/// connection is then cut before the retry runs: the late retry and its
-/// undo never run, and Redis keeps the first attempt's hold.
-fn late_retry_cut_off(
+/// a cut, and whose retry is held back past the response timeout: the
+/// call fails, an undo written behind the retry, both still in the proxy.
+fn late_retry_failed(
     name: &'static str,
 ) -> (
     RedisServer,
@@ -263,6 +224,8 @@ fn late_retry_cut_off(
         .unlock()
         .expect("its release");
     let arming = proxy.arming();
+    // One-shot rules are looked at in the order armed: the first attempt
+    // runs and its reply is lost; the retry is the next one.
     let lost = arming.arm(Rule {
         matcher: Matcher::script(name, &[]),
         action: Action::LoseReply,
@@ -282,11 +245,26 @@ fn late_retry_cut_off(
         "the retry timed out: the call fails ({:?})",
         tried.map(|g| g.is_some())
     );
+    (server, proxy, lock, name)
+}
+
+/// [`late_retry_failed`], then the held-back connection is cut before the
+/// retry runs: the late retry and its undo never run, and Redis keeps the
+/// first attempt's hold.
+fn late_retry_cut_off(
+    name: &'static str,
+) -> (
+    RedisServer,
+    FaultProxy,
+    redhold::ReentrantLock,
+    &'static str,
+) {
+    let (server, proxy, lock, name) = late_retry_failed(name);
     // The retry (and the undos behind it) still wait in the proxy: cut
     // their connection before they are forwarded.
+    let arming = proxy.arming();
     arming.start_partition();
     arming.heal();
-    drop(arming);
     (server, proxy, lock, name)
 }
 
