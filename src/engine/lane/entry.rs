@@ -103,8 +103,10 @@ fn settle_undo(trailing: &mut Trailing, at: &Settling<'_>, deadline: Instant) ->
             Err(_) => {}
         }
     }
-    // The late acquire ran or never will, its undo with it or not: the
-    // undo goes again on another connection, a copy that ran replaying
+    // The late acquire ran or never will, its undo with it or not (or the
+    // undo was never written: an unreplicated acquire's, or one that could
+    // not follow its late request): the undo goes (again) on another
+    // connection, a copy that ran replaying
     // (its releases' ids are latched). It gives back the holds the late
     // attempt and the attempts cut before it may have taken, none a guard
     // stands for (`above`), whichever reached Redis. Sent only while its
