@@ -347,6 +347,39 @@ impl RenewalMap {
         true
     }
 
+    /// The holds of `field` on `name` counted before an acquire whose TTL
+    /// would run out at `reaches` is sent (see [`counted`](Self::counted)).
+    /// A generation whose leases all ran out ends first (as
+    /// [`add`](Self::add) judges on an acquire's reply): its guards turn
+    /// stale, so that whatever the acquire takes, kept or not, is never
+    /// released by one of them. A live generation without a watched hold
+    /// is taken to last until `reaches` at least: the acquire re-enters
+    /// it, and a re-entry sets the key's TTL whether or not the call keeps
+    /// its hold (an undo gives back the hold, not the old TTL), so that
+    /// the lease's end here stays no earlier than Redis's.
+    pub(crate) fn before_acquire(
+        &self,
+        name: &Arc<str>,
+        field: &Arc<str>,
+        reaches: Option<Instant>,
+    ) -> u32 {
+        let mut entries = self.entries.lock();
+        let key = (Arc::clone(name), Arc::clone(field));
+        let Some(entry) = entries.get_mut(&key) else {
+            return 0;
+        };
+        if entry.expired_by(Instant::now()) {
+            entry.record.state.store(LOST, Ordering::Release);
+            Counters::bump(&self.counters.locks_lost);
+            entries.remove(&key);
+            return 0;
+        }
+        if let (0, Some(until), Some(reaches)) = (entry.watched, entry.leased_until, reaches) {
+            entry.leased_until = Some(until.max(reaches));
+        }
+        entry.watched.saturating_add(entry.leased)
+    }
+
     /// How many (lock, holder) pairs hold a lock, watched or leased, and
     /// how many of them are an owner's.
     pub(crate) fn held(&self) -> (usize, usize) {
@@ -397,6 +430,32 @@ mod tests {
         );
         assert_eq!(orphans, 0);
         record
+    }
+
+    #[test]
+    fn an_acquire_ends_a_generation_whose_leases_ran_out_and_extends_a_live_one() {
+        let map = RenewalMap::default();
+        let (name, field) = names();
+        let sent = Instant::now();
+        let lease = Duration::from_millis(50);
+        let (record, _) = map.add(&name, &field, RenewKind::Hash, sent, 1, Some(lease));
+        // A re-entry that would last longer moves the lease's end.
+        let reaches = sent + Duration::from_secs(60);
+        assert_eq!(map.before_acquire(&name, &field, Some(reaches)), 1);
+        std::thread::sleep(lease * 2);
+        assert_eq!(
+            map.counted(&name, &field),
+            1,
+            "Redis may count it till then"
+        );
+        assert!(record.is_live());
+        // Once that end passed too, the next acquire ends the generation.
+        map.entries.lock().values_mut().for_each(|e| {
+            e.leased_until = Some(Instant::now());
+        });
+        assert_eq!(map.before_acquire(&name, &field, Some(reaches)), 0);
+        assert!(!record.is_live(), "its guards are stale");
+        assert!(map.find(&name, &field).is_none());
     }
 
     #[test]

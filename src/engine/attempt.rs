@@ -31,7 +31,7 @@
 //!   holds were lost: what Redis has is the failed call's).
 
 use std::cell::RefCell;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::give_back::MAX_ORPHANS_RELEASED;
 use super::lane::{Entry, Turn};
@@ -63,7 +63,17 @@ impl<K: KindOps> Call<'_, K> {
         engine.server.check_open()?;
         let turn = self.step()?;
         let started = Instant::now();
-        let holds_here = engine.renewals.counted(self.lock.name, &self.field) > 0;
+        // A generation whose leases all ran out is over, whatever the call
+        // takes and however it ends: a guard of it releasing a hold taken
+        // since would answer `Ok` for a lock others may have entered
+        // meanwhile (model defect 10). A live one lasts at least as long
+        // as this acquire's TTL, which a re-entry sets even when the call
+        // does not keep its hold (model defect 11).
+        let reaches = started.checked_add(Duration::from_millis(self.lease_ms));
+        let holds_here = engine
+            .renewals
+            .before_acquire(self.lock.name, &self.field, reaches)
+            > 0;
         let mut reply = self.send_acquire(&turn, may_queue, holds_here);
         if holds_here && matches!(reply, Ok(AcquireReply::HoldsGone)) {
             self.holds_gone();

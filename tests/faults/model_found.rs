@@ -352,3 +352,166 @@ fn a_waiter_whose_attempt_read_the_ttl_before_a_local_taking_gets_the_freed_lock
          holder's TTL, read before the release, after the taking bounded the waiters parked"
     );
 }
+
+/// The lease of the old guard in
+/// [`an_expired_guards_unlock_does_not_release_a_hold_its_thread_took_since`].
+const OLD_LEASE: Duration = Duration::from_millis(300);
+
+/// Defect 10 (`model/tests/client_found.rs`, found with `sync_replicas`
+/// and a failover that brings back an undone acquire), here without a
+/// replica: a thread's guard outlives its lease; the hold expires and
+/// another client takes and releases the lock. The thread's next
+/// `try_lock` takes the lock anew, but its reply is cut and the call's
+/// settling look is cut too: the call fails, and its hold stays in Redis
+/// (a documented limit: it expires after its lease, renewed by nobody).
+/// The old guard's unlock must not answer `Ok` for that hold: its own
+/// expired before the other client entered. As built the old generation
+/// outlived the new acquire (the call failed, so nothing replaced its
+/// record), and the unlock released the new hold and said `Ok`.
+#[test]
+fn an_expired_guards_unlock_does_not_release_a_hold_its_thread_took_since() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(0)
+        .build()
+        .expect("client through the proxy");
+    let other = server.client();
+    let name = "found:expired-guard-unlock";
+    let lock = client.lock(name);
+    // Every script loaded: the cut EVALSHA finds its script.
+    lock.lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    let old = lock.lock_with_lease(OLD_LEASE).expect("the old hold");
+    let expired = wait_until(Duration::from_secs(5), || !server.exists(name));
+    assert!(expired.is_some(), "the old hold did not expire");
+    other
+        .lock(name)
+        .lock()
+        .expect("another client enters the lock")
+        .unlock()
+        .expect("and leaves it");
+    let arming = proxy.arming();
+    let lost = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::LoseReply,
+    });
+    let look = arming.arm(Rule {
+        matcher: Matcher {
+            commands: vec!["HGET".into()],
+            exact: Some(name.as_bytes().to_vec()),
+            ..Matcher::default()
+        },
+        action: Action::LoseReply,
+    });
+    let tried = lock.try_lock();
+    assert!(
+        lost.wait_fired(Duration::from_secs(1)) && look.wait_fired(Duration::from_secs(1)),
+        "the attempt and the look were not cut as planned ({})",
+        proxy.summary()
+    );
+    assert!(
+        tried.is_err(),
+        "the cut attempt fails the call ({:?})",
+        tried.map(|g| g.is_some())
+    );
+    assert!(
+        server.exists(name),
+        "the cut attempt took the lock: the test's premise"
+    );
+    let unlocked = old.unlock();
+    assert!(
+        matches!(unlocked, Err(redhold::Error::LockLost { .. })),
+        "the unlock of a guard whose lease ran out before another client entered the lock \
+         answered {unlocked:?}, releasing a hold its thread took since (HGETALL after: {:?})",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name])
+    );
+}
+
+/// The first guard's lease in
+/// [`a_reentry_the_call_did_not_keep_still_counts_for_its_generation`],
+/// and the longer one its thread's failed re-entry sets.
+const FIRST_LEASE: Duration = Duration::from_secs(1);
+const REENTRY_LEASE: Duration = Duration::from_secs(4);
+
+/// Defect 11 (model, `ClientMutation::ReentryLeaseNotExtended`): a
+/// thread holds a lock with a 1 s lease and re-enters it with a 4 s
+/// lease; the re-entry runs (Redis's TTL is now 4 s), but its reply is
+/// cut, and the call gives that hold back (its settling look): the key
+/// keeps the 4 s TTL. After 1.2 s the client took the thread's holds for
+/// expired, though Redis still counts one. The thread's next `try_lock`
+/// runs late and fails, and the undo behind it gives back only what the
+/// client counted above its guards. The first guard's unlock must then
+/// leave the lock free. As built the `try_lock` went as a first taking
+/// (Redis counted 2, the undo gave back 1), the first guard was stale,
+/// and the lock stayed taken, with no guard, for the watchdog timeout
+/// (30 s) the late attempt set.
+#[test]
+fn a_reentry_the_call_did_not_keep_still_counts_for_its_generation() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(0)
+        .build()
+        .expect("client through the proxy");
+    let name = "found:reentry-not-kept";
+    let lock = client.lock(name);
+    // Every script loaded: the cut and held-back EVALSHAs find theirs.
+    lock.lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    let first = lock.lock_with_lease(FIRST_LEASE).expect("the first hold");
+    let arming = proxy.arming();
+    let cut = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::LoseReply,
+    });
+    let reentry = lock.try_lock_for_with_lease(Duration::ZERO, REENTRY_LEASE);
+    assert!(
+        cut.wait_fired(Duration::from_secs(1)) && reentry.is_err(),
+        "the re-entry's reply was not cut as planned ({}; {:?})",
+        proxy.summary(),
+        reentry.map(|g| g.is_some())
+    );
+    assert_eq!(
+        server
+            .cmd::<Vec<(String, String)>>(&["HGETALL", name])
+            .len(),
+        1,
+        "the settling look gave the re-entry's hold back, the first stays"
+    );
+    thread::sleep(FIRST_LEASE + Duration::from_millis(200));
+    assert!(
+        server.exists(name),
+        "Redis keeps the hold past the first lease"
+    );
+    let held = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayRequest(RETRY_HELD),
+    });
+    let tried = lock.try_lock();
+    assert!(
+        held.wait_fired(Duration::from_secs(1)) && tried.is_err(),
+        "the try_lock was not held back as planned ({}; {:?})",
+        proxy.summary(),
+        tried.map(|g| g.is_some())
+    );
+    // The late attempt and the undo behind it have run by then.
+    thread::sleep(RETRY_HELD + Duration::from_millis(700));
+    let unlocked = first.unlock();
+    let free = wait_until(Duration::from_secs(2), || !server.exists(name));
+    assert!(
+        free.is_some(),
+        "the lock stayed taken after its only guard's unlock ({unlocked:?}): HGETALL {:?}, \
+         PTTL {} ms",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
+        server.cmd::<i64>(&["PTTL", name])
+    );
+}
