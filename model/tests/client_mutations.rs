@@ -314,3 +314,43 @@ fn an_unreplicated_undo_off_the_lane() {
     );
     counterexample("unreplicated undo off the lane", cfg, &[AT_REST]);
 }
+
+/// Defect 10 (fixed: an acquire ends a generation whose leases all ran
+/// out before it sends): with `sync_replicas`, a thread's next `try_lock`
+/// after its guard's lease ran out takes the lock anew, its `WAIT` counts
+/// no replica, and its undo runs on the master; a failover brings the
+/// undone hold back, and the stale guard's unlock releases it and says
+/// `Ok` though another client entered the lock since.
+#[test]
+fn an_expired_generation_outlives_an_acquire() {
+    // `failover(true)` with unlocks too.
+    let cfg = mutated(
+        ClientMutation::ExpiredGenerationOutlivesAcquire,
+        Config {
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            ..Config::failover(true)
+        },
+    );
+    counterexample("expired generation outlives an acquire", cfg, &[OK_UNLOCK]);
+}
+
+/// Defect 11 (fixed: a re-entry extends the lease end of the generation
+/// it re-enters before it is sent): with `sync_replicas`, an unreplicated
+/// re-entry resets the key's TTL and is undone; the client takes the
+/// holds for expired at the old lease's end, and its next `try_lock`,
+/// unreplicated too and run twice by the pool, is undone above none,
+/// which leaves the first hold in Redis with no guard.
+#[test]
+fn a_reentry_that_does_not_extend_the_lease() {
+    // `failover(true)` with cuts too, and two faults (a `WAIT` the
+    // replica does not answer in time is one).
+    let cfg = mutated(
+        ClientMutation::ReentryLeaseNotExtended,
+        Config {
+            faults: vec![Fault::Failover, Fault::Cut],
+            fault_budget: 2,
+            ..Config::failover(true)
+        },
+    );
+    counterexample("re-entry lease not extended", cfg, &[AT_REST]);
+}

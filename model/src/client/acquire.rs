@@ -78,10 +78,28 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
                 wait::after_error(cfg, s, c, t, call)
             }
             Settled::Done => {
+                let expired_at_start =
+                    holds::leased(cfg, c, h) && s.thread(c, h).gen.is_some_and(|g| g.may_last == 0);
+                if expired_at_start {
+                    if !cfg.mutated(ClientMutation::ExpiredGenerationOutlivesAcquire) {
+                        // A generation whose leases all ran out ends before
+                        // the acquire is sent, however the call ends
+                        // (`RenewalMap::before_acquire`).
+                        holds::mark_lost(s, c, h);
+                    }
+                } else if holds::leased(cfg, c, h)
+                    && !cfg.mutated(ClientMutation::ReentryLeaseNotExtended)
+                {
+                    // A re-entry sets the key's TTL whether or not the call
+                    // keeps its hold: the generation lasts at least as long
+                    // (`RenewalMap::before_acquire`).
+                    let lease = cfg.lease_ticks(cfg.clients[usize::from(c)][usize::from(h)]);
+                    if let Some(gen) = &mut s.thread_mut(c, h).gen {
+                        gen.may_last = gen.may_last.max(lease);
+                    }
+                }
                 let holds_here =
                     holds::counted(cfg, s, c, h) > 0 && !cfg.mutated(ClientMutation::NoReentryFlag);
-                let expired_at_start =
-                    holds::leased(cfg, c, h) && s.thread(c, h).gen.is_some_and(|g| g.left == 0);
                 let sent = AcquireSent {
                     holds_here,
                     expired_at_start,

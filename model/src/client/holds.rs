@@ -16,7 +16,7 @@ pub fn leased(cfg: &Config, c: u8, t: u8) -> bool {
 /// (`RenewalMap::counted`): none of a generation whose leases ran out.
 pub fn counted(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
     match s.thread(c, t).gen {
-        Some(g) if !(leased(cfg, c, t) && g.left == 0) => g.count,
+        Some(g) if !(leased(cfg, c, t) && g.may_last == 0) => g.count,
         _ => 0,
     }
 }
@@ -94,6 +94,9 @@ pub fn add(
         if holds > before.max(1) && !expired_at_start {
             gen.count += 1;
             gen.left = gen.left.max(left);
+            if leased(cfg, c, t) {
+                gen.may_last = gen.may_last.max(left);
+            }
             gen.token = token.or(gen.token);
             return holds.saturating_sub(gen.count);
         }
@@ -103,6 +106,7 @@ pub fn add(
     thread.gen = Some(Gen {
         count: 1,
         left,
+        may_last: if leased(cfg, c, t) { left } else { 0 },
         token,
         handed: 0,
     });

@@ -19,8 +19,9 @@
 //! an unreplicated acquire the pool ran twice undone by one release
 //! (defect 8, d847eb6, `UnreplicatedUndoOnce`) and an unconfirmed undo
 //! of an unreplicated acquire run after the thread's next acquire (defect
-//! 9, 08de4f2, `UnreplicatedUndoOffLane`). Open, not excused: defect 10
-//! (`tests/client_found.rs`).
+//! 9, 08de4f2, `UnreplicatedUndoOffLane`) and a stale guard's unlock of
+//! a hold its thread took since its lease ran out (defect 10,
+//! `ExpiredGenerationOutlivesAcquire`).
 
 /// A defect the model found in the library as built, excused (none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -125,6 +125,22 @@ pub enum ClientMutation {
     /// and frees the guarded hold (found by this model in the library as
     /// built, defect 9).
     UnreplicatedUndoOffLane,
+    /// An acquire leaves a generation whose leases all ran out to the
+    /// reply's judgement (`RenewalMap::add`) instead of ending it before
+    /// it sends (`attempt.rs`, `RenewalMap::before_acquire`): when the call
+    /// fails with the hold it took still in Redis (undone on a master a
+    /// failover replaced, or left by a failed settling look), a stale
+    /// guard's unlock releases that hold and says `Ok` (found by this
+    /// model in the library as built, defect 10).
+    ExpiredGenerationOutlivesAcquire,
+    /// A re-entry sent on a live generation without a watched hold leaves
+    /// the generation's lease end as it was (`RenewalMap::before_acquire`
+    /// not extending it): when the call does not keep the hold (undone as
+    /// unreplicated, or late), Redis keeps the key for the re-entry's
+    /// lease while the client takes the holds for expired earlier, and a
+    /// later acquire's undo leaves one hold no guard stands for (found by
+    /// this model in the library as built, defect 11).
+    ReentryLeaseNotExtended,
 }
 
 impl ClientMutation {
@@ -150,5 +166,7 @@ impl ClientMutation {
         ClientMutation::UnreplicatedUndoUnconditional,
         ClientMutation::UnreplicatedUndoOnce,
         ClientMutation::UnreplicatedUndoOffLane,
+        ClientMutation::ExpiredGenerationOutlivesAcquire,
+        ClientMutation::ReentryLeaseNotExtended,
     ];
 }

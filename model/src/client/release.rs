@@ -68,7 +68,11 @@ fn forget(cfg: &Config, s: &mut State, c: u8, rel: &mut Rel) -> bool {
     rel.foreign = thread.ghost.intruded;
     rel.leaked = rel.foreign && thread.ghost.leak_excused;
     // The longest TTL the hold may have, and the slack.
-    rel.certain = thread.gen.map_or(0, |g| g.left).max(cfg.watchdog) + 2;
+    rel.certain = thread
+        .gen
+        .map_or(0, |g| g.left.max(g.may_last))
+        .max(cfg.watchdog)
+        + 2;
     rel.gen_live = holds::release_one(s, c, h);
     true
 }

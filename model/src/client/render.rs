@@ -204,7 +204,14 @@ fn thread_line(cfg: &Config, s: &State, c: u8, t: u8) -> String {
     // The holds and lane of the field it acts for.
     let holder = s.thread(c, cfg.holder(c, t));
     let holds = holder.gen.map_or("no holds".to_string(), |g| {
-        format!("{} holds, {} ticks left", g.count, g.left)
+        if g.may_last > g.left {
+            format!(
+                "{} holds, {} ticks left ({} in Redis at most)",
+                g.count, g.left, g.may_last
+            )
+        } else {
+            format!("{} holds, {} ticks left", g.count, g.left)
+        }
     });
     format!("{} ({holds}; lane {:?})", job(&th.job), holder.lane.entries)
 }

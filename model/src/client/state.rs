@@ -170,6 +170,11 @@ pub struct Gen {
     /// Ticks until the client takes the holds for expired: the lease's
     /// end, or the watchdog's timeout after the last renewal.
     pub left: u8,
+    /// For a leased thread, ticks until Redis has certainly dropped the
+    /// holds (`RenewalMap`'s `leased_until`): no earlier than `left`, and
+    /// later once a re-entry the call did not keep set the key's TTL anew
+    /// (`RenewalMap::before_acquire`). Always 0 for a watched thread.
+    pub may_last: u8,
     /// The fencing token of its last grant.
     pub token: Option<i64>,
     /// Holds of it a local release handed to a parked waiter that has not

@@ -157,6 +157,7 @@ fn renew(cfg: &Config, s: &mut State, c: u8, t: u8) {
         let left = gen.left.saturating_sub(1);
         if let Some(g) = &mut s.thread_mut(c, t).gen {
             g.left = left;
+            g.may_last = g.may_last.saturating_sub(1);
         }
         if left == 0 && !holds::leased(cfg, c, t) {
             // No renewal confirmed within the timeout: lost. The key, set
