@@ -515,3 +515,85 @@ fn a_reentry_the_call_did_not_keep_still_counts_for_its_generation() {
         server.cmd::<i64>(&["PTTL", name])
     );
 }
+
+/// The other reader's lease in
+/// [`a_failed_read_try_lock_after_an_expired_read_hold_leaves_no_hold_behind`]:
+/// it keeps the hash alive past the thread's expired hold.
+const OTHER_READER_LEASE: Duration = Duration::from_secs(10);
+/// The thread's first read hold's lease there.
+const EXPIRED_READ_LEASE: Duration = Duration::from_millis(300);
+
+/// Model defect 12 (`deep_kinds`, the read lock): a thread's read hold
+/// expires while another client's read hold keeps the lock's hash alive,
+/// so the thread's field still counts the expired hold (Redisson's layout:
+/// a hold's key expires, its count stays until a release). The thread's
+/// next read `try_lock` has its first attempt's reply cut and its retry
+/// held back past the response timeout; the call fails, and the undo
+/// behind the late retry gives back two holds above none. Once the other
+/// reader releases, a writer must get the lock. As built the field counted
+/// the dead hold too: the undo's two releases dropped it and one live
+/// hold, and the other live one kept the lock, with no guard, for the
+/// watchdog timeout (30 s).
+#[test]
+fn a_failed_read_try_lock_after_an_expired_read_hold_leaves_no_hold_behind() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(1)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy");
+    let other = server.client();
+    let name = "found:read-dead-hold";
+    let lock = client.read_write_lock(name).read();
+    // Every script loaded: the cut and held-back EVALSHAs find theirs.
+    lock.lock()
+        .expect("a first read hold")
+        .unlock()
+        .expect("its release");
+    let other_reader = other
+        .read_write_lock(name)
+        .read()
+        .lock_with_lease(OTHER_READER_LEASE)
+        .expect("the other client's read hold");
+    let expired = lock
+        .lock_with_lease(EXPIRED_READ_LEASE)
+        .expect("the thread's read hold");
+    thread::sleep(EXPIRED_READ_LEASE + Duration::from_millis(300));
+    let arming = proxy.arming();
+    let lost = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::LoseReply,
+    });
+    let held = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayRequest(RETRY_HELD),
+    });
+    let tried = lock.try_lock();
+    assert!(
+        lost.wait_fired(Duration::from_secs(1)) && held.wait_fired(Duration::from_secs(1)),
+        "the attempts were not lost and held back as planned ({})",
+        proxy.summary()
+    );
+    assert!(
+        tried.is_err(),
+        "the retry timed out: the call fails ({:?})",
+        tried.map(|g| g.is_some())
+    );
+    // The held-back retry and the undo behind it have run by then.
+    thread::sleep(RETRY_HELD + Duration::from_millis(700));
+    drop(expired);
+    other_reader.unlock().expect("the other reader's release");
+    let writer = other.read_write_lock(name).write();
+    let got = wait_until(Duration::from_secs(3), || {
+        writer.try_lock().expect("the writer's try").is_some()
+    });
+    assert!(
+        got.is_some(),
+        "a writer could not take the lock once every guard was gone: HGETALL {:?}, PTTL {} ms",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
+        server.cmd::<i64>(&["PTTL", name])
+    );
+}
