@@ -354,3 +354,23 @@ fn a_reentry_that_does_not_extend_the_lease() {
     );
     counterexample("re-entry lease not extended", cfg, &[AT_REST]);
 }
+
+/// Defect 12 (fixed: `read_acquire.lua` drops the caller's read holds
+/// whose keys expired before it counts): a thread's read hold expires
+/// while another reader keeps the hash alive, so its field still counts
+/// it; the thread's next read `try_lock` runs late, and the undo behind
+/// it (`above:0`) drops the dead hold instead of the late live one, which
+/// stays with no guard.
+#[test]
+fn a_read_acquire_that_keeps_expired_holds() {
+    // `kind_ci(Read)` without the pool's retry: one held-back attempt
+    // fails the call.
+    let cfg = script(
+        Mutation::ReadAcquireKeepsExpiredHolds,
+        Config {
+            retries: 0,
+            ..Config::kind_ci(Kind::Read)
+        },
+    );
+    counterexample("read acquire keeps expired holds", cfg, &[AT_REST]);
+}

@@ -1,7 +1,7 @@
 //! What must hold in every reachable state (issue 40, part 2), and the
 //! ghost counter the waiters' rule reads.
 
-use super::config::{Config, TICK_MS};
+use super::config::{Config, Kind, TICK_MS};
 use super::job::{CallAt, Job};
 use super::requests::{field, LOCK};
 use super::state::State;
@@ -107,6 +107,26 @@ pub fn in_redis(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
     }
 }
 
+/// Holds Redis counts under thread `(c, t)`'s field that are not over: of
+/// a read lock, those whose hold key is still there. A read hold whose
+/// key expired is over, though the field counts it until a release of the
+/// holder's drops it (Redisson's layout; the releases drop a gone key
+/// first, `read_release.lua`): it keeps no writer out once the other
+/// holds end. At rest a field with no generation may count such holds
+/// only (a generation ended as expired before the thread's next acquire,
+/// `RenewalMap::before_acquire`); a live generation's holds are judged by
+/// the field's count, as the model keeps one lease end per generation.
+fn live_in_redis(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
+    let counted = in_redis(cfg, s, c, t);
+    if cfg.kind != Kind::Read {
+        return counted;
+    }
+    let reader = field(cfg.kind, c, t);
+    (1..=u16::from(counted))
+        .filter(|&k| s.redis.exists(Key::ReadHold(LOCK, reader, k)))
+        .count() as u8
+}
+
 fn counts_match(cfg: &Config, s: &State) -> bool {
     s.clients
         .iter()
@@ -124,7 +144,11 @@ fn counts_match(cfg: &Config, s: &State) -> bool {
                     // A late hold whose undo a cut lost is one more.
                     Some(g) if thread.ghost.leak_excused => redis >= g.count,
                     Some(g) => redis == g.count,
-                    None => redis == 0 || thread.ghost.leak_excused,
+                    None => {
+                        redis == 0
+                            || thread.ghost.leak_excused
+                            || live_in_redis(cfg, s, c as u8, t as u8) == 0
+                    }
                 }
             })
         })

@@ -54,7 +54,8 @@ pub fn branches(script: Script) -> &'static [Branch] {
         Script::FairGiveUp => table!["not-queued" 8, "left" 29],
         Script::FairForceRelease => table!["deleted" 21, "absent" 21],
         Script::ReadAcquire => table![
-            "reentry-lost" 16, "wrong-kind" 21, "new" 27, "shared" 40, "busy" 42,
+            "reentry-lost" 58, "reentry-lost-expired" 58, "wrong-kind" 63, "new" 69,
+            "new-after-expired" 69, "shared" 82, "shared-after-expired" 82, "busy" 84,
         ],
         Script::ReadRelease => table![
             "replay" 21, "undo-nothing" 29, "retry-gone" 37, "not-held" 39,

@@ -51,6 +51,10 @@ pub enum Mutation {
     /// without the wake-up publish: other clients' waiters sleep on the
     /// old, longer TTL.
     HandOverWithoutPublish,
+    /// `read_acquire.lua` keeping the caller's read holds whose keys
+    /// expired (before model defect 12): the field counts them, and an
+    /// undo's `above:N` gives back a dead hold instead of a live one.
+    ReadAcquireKeepsExpiredHolds,
 }
 
 /// What a call's environment decides: who hears a publish, and any
@@ -201,7 +205,7 @@ scripts! {
     /// `fair_force_release.lua`.
     FairForceRelease => "fair_force_release.lua", "75ee0762a9e5b509fa6c43110476217c32435ff5";
     /// `read_acquire.lua`.
-    ReadAcquire => "read_acquire.lua", "66d5fa76c7ab4d5c4a180e1a0131f838467aecab";
+    ReadAcquire => "read_acquire.lua", "c1981d978331205acb71c6fa23ef330a05ec3953";
     /// `read_release.lua`.
     ReadRelease => "read_release.lua", "03ebfb0382e53a57a04a05b309739e0f5b79bbb2";
     /// `write_acquire.lua`.

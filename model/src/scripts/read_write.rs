@@ -3,10 +3,10 @@
 //! `mode` field and each read hold's own key.
 
 use super::plain::{busy, count, latched, pair};
-use super::{Exec, Exit, Mutation};
+use super::{Cmd, Exec, Exit, Mutation};
 use crate::call::{Attempt, Call};
 use crate::keyspace::{HashValue, Str};
-use crate::names::{Channel, Field, Key};
+use crate::names::{Channel, Field, Key, Name};
 use crate::reply::Reply;
 
 /// `read_acquire.lua`.
@@ -25,8 +25,14 @@ pub(crate) fn read_acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
         Field::Reader(holder),
         Field::Writer(holder),
     );
+    let dropped = drop_expired_holds(x, name, reader)?;
     if reentry_only && !x.ks.hexists(lock, reader)? {
-        return Ok((pair(2, 0), "reentry-lost"));
+        let id = if dropped {
+            "reentry-lost-expired"
+        } else {
+            "reentry-lost"
+        };
+        return Ok((pair(2, 0), id));
     }
     let mode = x.ks.hget(lock, Field::Mode)?;
     if mode.is_none() {
@@ -40,7 +46,8 @@ pub(crate) fn read_acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
         x.ks.hset(lock, reader, HashValue::Int(1))?;
         x.ks.set(Key::ReadHold(name, reader, 1), Str::Int(1), Some(lease));
         x.ks.pexpire(lock, lease);
-        return Ok((pair(1, 1), "new"));
+        let id = if dropped { "new-after-expired" } else { "new" };
+        return Ok((pair(1, 1), id));
     }
     if mode == Some(HashValue::Read)
         || (mode == Some(HashValue::Write) && x.ks.hexists(lock, writer)?)
@@ -55,9 +62,55 @@ pub(crate) fn read_acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
         if ttl != -1 {
             x.ks.pexpire(lock, ttl.max(lease));
         }
-        return Ok((pair(1, count), "shared"));
+        let id = if dropped {
+            "shared-after-expired"
+        } else {
+            "shared"
+        };
+        return Ok((pair(1, count), id));
     }
     Ok((busy(x.ks.pttl(lock)), "busy"))
+}
+
+/// `read_acquire.lua`'s first step: the holder's read holds whose keys
+/// expired (another hold kept the hash alive) go, the live keys numbered
+/// from 1 again with their TTLs, and a hash left with its mode only is
+/// deleted. Whether any went.
+fn drop_expired_holds(x: &mut Exec<'_>, name: Name, reader: Field) -> Cmd<bool> {
+    let lock = Key::Name(name);
+    if x.mutated(Mutation::ReadAcquireKeepsExpiredHolds) || !x.ks.hexists(lock, Field::Mode)? {
+        return Ok(false);
+    }
+    let count = match x.ks.hget(lock, reader)? {
+        Some(HashValue::Int(n)) if n > 0 => n as u16,
+        _ => return Ok(false),
+    };
+    let ttls: Vec<i64> = (1..=count)
+        .map(|k| x.ks.pttl(Key::ReadHold(name, reader, k)))
+        .filter(|&ttl| ttl == -1 || ttl > 0)
+        .collect();
+    if ttls.len() == usize::from(count) {
+        return Ok(false);
+    }
+    for k in 1..=count {
+        x.ks.del(Key::ReadHold(name, reader, k));
+    }
+    for (k, &ttl) in (1..).zip(&ttls) {
+        x.ks.set(
+            Key::ReadHold(name, reader, k),
+            Str::Int(1),
+            (ttl > 0).then_some(ttl),
+        );
+    }
+    if ttls.is_empty() {
+        x.ks.hdel(lock, reader)?;
+        if x.ks.hlen(lock)? == 1 {
+            x.ks.del(lock);
+        }
+    } else {
+        x.ks.hset(lock, reader, HashValue::Int(ttls.len() as i64))?;
+    }
+    Ok(true)
 }
 
 /// `read_release.lua`'s `sooner`: whether PTTL `a` ends sooner than PTTL

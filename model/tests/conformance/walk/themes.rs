@@ -105,7 +105,8 @@ impl Walker {
         // Two holders: a writer's read holds and its downgrade come up.
         let holder = HOLDERS[2 * self.rng.below(2) as usize];
         let (name, lease) = (self.name(), self.lease());
-        let reentry_only = self.rng.chance(10);
+        // One in five: a re-entry of holds whose keys expired comes up too.
+        let reentry_only = self.rng.chance(20);
         let (latch, latch_ttl, publish, attempt) = (
             self.latch(),
             self.latch_ttl(),
