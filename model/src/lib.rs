@@ -37,6 +37,12 @@
 //!   ride-through, the give-back behind late attempts or carried on by the
 //!   release worker) and releases, with cuts and held-back replies: the
 //!   conservation of permits checked in every state.
+//! - **The count-down latch's client.** [`latch`] is `count_down` (one
+//!   request latch per call under the pool's retries) and the waits
+//!   (looks, the subscription and its look again, parks, the publish at
+//!   zero, kept wake-ups, reconnects, the re-check), with cuts, held-back
+//!   replies and pub/sub drops: no wait opens early, no waiter sleeps on
+//!   an open latch, checked in every state.
 //!
 //! # Running
 //!
@@ -66,6 +72,7 @@
 pub mod call;
 pub mod client;
 pub mod keyspace;
+pub mod latch;
 pub mod names;
 pub mod reply;
 pub mod scripts;
