@@ -3,7 +3,7 @@
 //! that matter reached; each mutation found; the deep configuration by
 //! hand.
 
-use redhold_model::latch::model::{NOT_EARLY, NOT_OVERSLEPT, REDIS_COUNT};
+use redhold_model::latch::model::{NOT_EARLY, NOT_OVERSLEPT, NOT_REARMED, REDIS_COUNT};
 use redhold_model::latch::net::event;
 use redhold_model::latch::{Config, LatchModel, LatchMutation};
 use redhold_model::search::{check, Bounds, Model, Report};
@@ -138,7 +138,24 @@ fn no_wake_on_reconnect_is_found() {
 }
 
 #[test]
-#[ignore = "by hand: the deep configuration"]
+fn the_set_call_holds_and_its_retry_replays() {
+    let report = run(Config::set_ci());
+    report.assert_exhausted();
+    reached(&report, &[event::SET_REPLAYED, event::OPENED]);
+}
+
+#[test]
+fn a_try_set_retry_not_latched_is_found() {
+    found(
+        LatchMutation::TrySetRetryNotLatched,
+        Config::set_ci(),
+        NOT_REARMED,
+    );
+}
+
+#[test]
+#[ignore = "by hand: the deep configurations"]
 fn deep() {
     run(Config::deep()).assert_exhausted();
+    run(Config::deep_counts()).assert_exhausted();
 }

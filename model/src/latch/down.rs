@@ -1,8 +1,10 @@
-//! A thread's `count_down` call (`CountDownLatch::count_down`): one
-//! request id for the whole call (`Server::unlock_latch`), sent under the
-//! pool's retry rule (`Pool::run_attempts`: a cut or a timeout retried on
-//! a new connection while retries are left; no deadline), the timed-out
-//! attempt's connection dropped (the server may still run it).
+//! A thread's `count_down` call (`CountDownLatch::count_down`), and the
+//! `try_set_count` that arms the latch (`CountDownLatch::try_set_count`):
+//! one request id for the whole call (`Server::unlock_latch`), sent under
+//! the pool's retry rule (`Server::run_write`, `Pool::run_attempts`: a cut
+//! or a timeout retried on a new connection while retries are left; no
+//! deadline), the timed-out attempt's connection dropped (the server may
+//! still run it).
 
 use super::net;
 use super::state::{Down, Job, Req, State, Wire};
@@ -23,19 +25,44 @@ pub fn begin(s: &mut State, cfg: &Config, c: usize) {
     client.job = Job::Down(Down {
         latch,
         retries_left: cfg.retries,
+        set: false,
     });
     client.wire = Some(Wire::send(Req::CountDown(latch)));
 }
 
-/// The thread reads its attempt's reply (the call returns the count left)
-/// or the error of a cut.
+/// `try_set_count(count)` by client `c`'s thread, before the others start.
+pub fn begin_set(s: &mut State, cfg: &Config, c: usize) {
+    let latch = fresh(s);
+    let client = &mut s.clients[c];
+    client.job = Job::Down(Down {
+        latch,
+        retries_left: cfg.retries,
+        set: true,
+    });
+    client.wire = Some(Wire::send(Req::TrySet(latch)));
+}
+
+/// The request of an attempt of `d` under `latch`.
+fn request(d: &Down, latch: u16) -> Req {
+    if d.set {
+        Req::TrySet(latch)
+    } else {
+        Req::CountDown(latch)
+    }
+}
+
+/// The thread reads its attempt's reply (`count_down` returns the count
+/// left; `try_set_count` whether it set the count: the threads start once
+/// it says `true`) or the error of a cut.
 pub fn read(s: &mut State, cfg: &Config, c: usize) {
     let wire = s.clients[c].wire.take().expect("a connection to read");
     if wire.cut {
-        failed(s, cfg, c);
-    } else {
-        s.clients[c].job = Job::Idle;
+        return failed(s, cfg, c);
     }
+    if matches!(&s.clients[c].job, Job::Down(d) if d.set) && wire.answer == Some(1) {
+        s.armed = true;
+    }
+    s.clients[c].job = Job::Idle;
 }
 
 /// An attempt failed (a cut, or no reply within the response timeout):
@@ -46,22 +73,28 @@ pub fn failed(s: &mut State, cfg: &Config, c: usize) {
     let retry = match &mut s.clients[c].job {
         Job::Down(d) if d.retries_left > 0 => {
             d.retries_left -= 1;
-            Some(d.latch)
+            Some((d.latch, d.set))
         }
         Job::Down(_) => None,
         _ => unreachable!("not a count-down"),
     };
-    let Some(mut latch) = retry else {
+    let Some((mut latch, set)) = retry else {
         s.clients[c].job = Job::Idle;
         return;
     };
-    if cfg.mutated(LatchMutation::CountDownRetryNotLatched) {
+    let mutation = match set {
+        false => LatchMutation::CountDownRetryNotLatched,
+        true => LatchMutation::TrySetRetryNotLatched,
+    };
+    if cfg.mutated(mutation) {
         latch = fresh(s);
-        if let Job::Down(d) = &mut s.clients[c].job {
-            d.latch = latch;
-        }
     }
-    s.clients[c].wire = Some(Wire::send(Req::CountDown(latch)));
+    let Job::Down(d) = &mut s.clients[c].job else {
+        unreachable!("a count-down");
+    };
+    d.latch = latch;
+    let req = request(d, latch);
+    s.clients[c].wire = Some(Wire::send(req));
 }
 
 /// A tick for a count-down whose reply did not come: the attempt timed

@@ -17,18 +17,19 @@
 //! | [`state`], [`normalize`], [`model`] | the state, its canonical form, the properties |
 //!
 //! **Abstractions** (beyond those of [`crate::client`]): the latch is set
-//! (`try_set_count`) before the threads start; a `SUBSCRIBE` is confirmed
+//! before the threads start (in Redis from the start, or by a
+//! `try_set_count` call whose `true` starts them); a `SUBSCRIBE` is confirmed
 //! as it is sent, but for one sent while the subscriber reconnects, which
 //! the reconnect confirms (before the tick ends); the subscriber
 //! reconnects within the tick its connection dropped; the channel lingers
 //! subscribed once a waiter joined it; a message is heard within the tick
 //! it was published; the outage's pause between two failed looks is
 //! shorter than a tick (folded into the look); the re-check
-//! (`RECHECK`, 5 s, under two ticks of 3 s) wakes a parked waiter at any
-//! moment of its second tick, and by its end at the latest; a latch no
+//! (`RECHECK`, 5 s, a tick and two thirds of 3 s) wakes a parked waiter
+//! at any moment once a tick boundary passed since it parked, before the
+//! third boundary; a latch no
 //! request names any more is dropped from the state (its id is never
-//! used again). Left out: `try_set_count` as a call (its retry is latched
-//! like `count_down`'s), `delete`, interrupts, async waits, partitions,
+//! used again). Left out: `delete`, interrupts, async waits, partitions,
 //! restarts, failovers, crashes, shutdown, more than one latch.
 
 pub mod down;
@@ -52,6 +53,10 @@ pub enum LatchMutation {
     /// after a lost reply counts down again (`unlock_latch` drawn per
     /// attempt instead of per call).
     CountDownRetryNotLatched,
+    /// `try_set_count`'s retry names a request latch of its own: an
+    /// attempt held back past its timeout, run after the retry armed the
+    /// latch and the count-downs opened it, arms it again.
+    TrySetRetryNotLatched,
     /// `latch_count_down.lua` publishes nothing when the count reaches
     /// zero: parked waiters are never told.
     NoPublishAtZero,
@@ -69,8 +74,12 @@ pub enum LatchMutation {
 /// One run's bounds and switches.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// The count the latch was set to (`try_set_count`).
+    /// The count the latch is set to (`try_set_count`).
     pub count: i64,
+    /// Whether client 0's thread arms the latch with a `try_set_count`
+    /// call first, the threads starting once it returned `true` (else
+    /// the count is in Redis from the start).
+    pub set_call: bool,
     /// How many clients (one thread each).
     pub clients: u8,
     /// How many times each thread calls `count_down`.
@@ -126,6 +135,7 @@ impl Config {
     pub fn ci() -> Config {
         Config {
             count: 2,
+            set_call: false,
             clients: 2,
             downs: 1,
             waits: 1,
@@ -149,11 +159,33 @@ impl Config {
         }
     }
 
-    /// The deep configuration (by hand): each thread waits twice, two
-    /// faults.
+    /// As [`ci`](Self::ci), with the latch armed by a `try_set_count`
+    /// call first (its retries under one request latch).
+    pub fn set_ci() -> Config {
+        Config {
+            set_call: true,
+            ..Config::ci()
+        }
+    }
+
+    /// A deep configuration (by hand): three clients, two faults (one
+    /// count-down more than the count: it finds the latch open).
     pub fn deep() -> Config {
         Config {
+            clients: 3,
+            ..Config::two_faults()
+        }
+    }
+
+    /// The other deep configuration (by hand): the set call arms a count
+    /// of 3, each of two threads counts down twice and waits twice, two
+    /// faults.
+    pub fn deep_counts() -> Config {
+        Config {
+            count: 3,
+            downs: 2,
             waits: 2,
+            set_call: true,
             ..Config::two_faults()
         }
     }

@@ -2,7 +2,7 @@
 //! by the canonical form) and its properties.
 
 use super::net::{self, event, Loc, NAME};
-use super::normalize::normalize;
+use super::normalize::{canonical, normalize};
 use super::state::{Client, Job, Phase, State, Sub};
 use super::{down, pubsub, wait, Config};
 use crate::client::Fault;
@@ -62,8 +62,10 @@ impl Model for LatchModel {
 
     fn init(&self) -> Vec<State> {
         let mut redis = Keyspace::new();
-        // `try_set_count` ran before the threads start.
-        redis.set(Key::Name(NAME), Str::Int(self.cfg.count), None);
+        if !self.cfg.set_call {
+            // `try_set_count` ran before the threads start.
+            redis.set(Key::Name(NAME), Str::Int(self.cfg.count), None);
+        }
         let client = Client {
             downs_left: self.cfg.downs,
             waits_left: self.cfg.waits,
@@ -74,16 +76,23 @@ impl Model for LatchModel {
             inbox: false,
             permits: 0,
         };
-        vec![State {
+        let mut s = State {
             redis,
             clients: vec![client; usize::from(self.cfg.clients)],
             faults_left: self.cfg.fault_budget,
             called: 0,
             opened_early: false,
             overslept: false,
+            armed: !self.cfg.set_call,
+            opened: false,
+            rearmed: false,
             next_id: 0,
             events: 0,
-        }]
+        };
+        if self.cfg.set_call {
+            down::begin_set(&mut s, &self.cfg, 0);
+        }
+        vec![s]
     }
 
     fn actions(&self, s: &State, out: &mut Vec<Action>) {
@@ -91,6 +100,7 @@ impl Model for LatchModel {
         for (c, client) in s.clients.iter().enumerate() {
             let c8 = c as u8;
             match &client.job {
+                Job::Idle if !s.armed => {}
                 Job::Idle => {
                     if client.downs_left > 0 {
                         out.push(Action::CountDown(c8));
@@ -187,8 +197,14 @@ impl Model for LatchModel {
             Property {
                 name: REDIS_COUNT,
                 holds: |m, s| {
-                    !m.cfg.check_redis_count || net::count(s) + i64::from(s.called) >= m.cfg.count
+                    !m.cfg.check_redis_count
+                        || !s.armed
+                        || net::count(s) + i64::from(s.called) >= m.cfg.count
                 },
+            },
+            Property {
+                name: NOT_REARMED,
+                holds: |_, s| !s.rearmed,
             },
             Property {
                 name: NOT_OVERSLEPT,
@@ -208,6 +224,10 @@ impl Model for LatchModel {
         ]
     }
 
+    fn canonical(&self, state: &State) -> State {
+        canonical(state)
+    }
+
     fn events(&self, state: &State) -> u64 {
         state.events
     }
@@ -225,6 +245,8 @@ impl Model for LatchModel {
 pub const NOT_EARLY: &str = "no wait opens before count_down was called count times";
 /// Redis never counts more count-downs than were called.
 pub const REDIS_COUNT: &str = "Redis counts no more count-downs than were called";
+/// The latch, once open, is not armed again by a late `try_set_count`.
+pub const NOT_REARMED: &str = "the latch once open is not armed again by a late try_set_count";
 /// No waiter stays parked past a tick on the open latch with nothing on
 /// its way to wake it.
 pub const NOT_OVERSLEPT: &str = "no waiter parked on the open latch with nothing on its way";

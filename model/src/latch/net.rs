@@ -47,8 +47,10 @@ pub mod event {
     /// A wait ended in an error (an outage past its tolerance or its
     /// wait).
     pub const WAIT_FAILED: u64 = 512;
+    /// A `try_set_count`'s attempt found its call's latch and replayed it.
+    pub const SET_REPLAYED: u64 = 1024;
     /// The names, in bit order.
-    pub const NAMES: [&str; 10] = [
+    pub const NAMES: [&str; 11] = [
         "a count-down's retry replayed its latch",
         "a count-down ran after its call returned",
         "a parked waiter was woken by the publish",
@@ -59,6 +61,7 @@ pub mod event {
         "a wait returned opened",
         "a wait_for ran out",
         "a wait failed",
+        "a try_set_count's attempt replayed its latch",
     ];
 }
 
@@ -66,6 +69,18 @@ pub mod event {
 pub fn count_down(cfg: &Config, latch: u16) -> Call {
     Call::LatchCountDown {
         name: NAME,
+        latch: Request(latch),
+        latch_ttl: i64::from(cfg.latch_ticks()) * TICK_MS,
+        publish: Publish::Classic,
+    }
+}
+
+/// `latch_try_set.lua` of the configured count under request latch
+/// `latch`.
+pub fn try_set(cfg: &Config, latch: u16) -> Call {
+    Call::LatchTrySet {
+        name: NAME,
+        count: cfg.count,
         latch: Request(latch),
         latch_ttl: i64::from(cfg.latch_ticks()) * TICK_MS,
         publish: Publish::Classic,
@@ -118,8 +133,10 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
             let Reply::Int(left) = outcome.reply else {
                 panic!("latch script error: {:?}", outcome.reply);
             };
-            if outcome.branch == "replay" {
-                s.events |= event::DOWN_REPLAYED;
+            match outcome.branch {
+                "replay" => s.events |= event::DOWN_REPLAYED,
+                "opened" => s.opened = true,
+                _ => {}
             }
             let ours = matches!(&s.clients[c].job, Job::Down(d) if d.latch == latch);
             if loc != Loc::Own && !ours && outcome.branch != "replay" {
@@ -129,6 +146,22 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
                 pubsub::published(s);
             }
             left
+        }
+        Req::TrySet(latch) => {
+            let outcome = scripts::run(&mut s.redis, &try_set(cfg, latch), Env::default());
+            let Reply::Int(set) = outcome.reply else {
+                panic!("latch script error: {:?}", outcome.reply);
+            };
+            match outcome.branch {
+                "replay" => s.events |= event::SET_REPLAYED,
+                "set" if s.opened => s.rearmed = true,
+                _ => {}
+            }
+            // "A new count": every waiter looks again.
+            if !outcome.published.is_empty() {
+                pubsub::published(s);
+            }
+            set
         }
     };
     let wire = wire_mut(s, c, loc)?;

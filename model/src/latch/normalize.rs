@@ -1,6 +1,8 @@
 //! The canonical form of a state: connections that can no longer matter
 //! dropped, request ids renumbered by first use, request latches no one
-//! names any more dropped (no request can read them again).
+//! names any more dropped (no request can read them again); and, for the
+//! search's fingerprints only, the clients sorted (they are alike: no rule
+//! names a client by its number).
 
 use super::state::{Job, Req, State};
 use crate::names::{Key, Request};
@@ -16,6 +18,15 @@ pub fn normalize(s: &mut State) {
     s.events = 0;
 }
 
+/// The representative of `s`'s symmetry class: its clients sorted, ids
+/// renumbered again.
+pub fn canonical(s: &State) -> State {
+    let mut s = s.clone();
+    s.clients.sort();
+    renumber(&mut s);
+    s
+}
+
 /// Renumbers request ids by first use and drops the latches of ids no
 /// call or connection names.
 fn renumber(s: &mut State) {
@@ -29,7 +40,7 @@ fn renumber(s: &mut State) {
             note(&mut ids, d.latch);
         }
         for w in client.wire.iter().chain(&client.trailing) {
-            if let Some(Req::CountDown(id)) = w.req {
+            if let Some(id) = w.req.and_then(|mut r| r.latch_mut().copied()) {
                 note(&mut ids, id);
             }
         }
@@ -52,7 +63,7 @@ fn renumber(s: &mut State) {
             d.latch = ids[&d.latch];
         }
         for w in client.wire.iter_mut().chain(client.trailing.iter_mut()) {
-            if let Some(Req::CountDown(id)) = &mut w.req {
+            if let Some(id) = w.req.as_mut().and_then(Req::latch_mut) {
                 *id = ids[id];
             }
         }

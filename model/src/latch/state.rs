@@ -21,6 +21,13 @@ pub struct State {
     /// Ghost: a tick passed with a waiter parked on the open latch and
     /// nothing on its way to wake it.
     pub overslept: bool,
+    /// Ghost: the latch is armed for the threads: set before they start,
+    /// or by the set call once it returned `true`.
+    pub armed: bool,
+    /// Ghost: a count-down brought the count to zero.
+    pub opened: bool,
+    /// Ghost: a `try_set_count` set the count after it had opened.
+    pub rearmed: bool,
     /// The next fresh request id (one above every id in use).
     pub next_id: u16,
     /// What the last step did that reachability checks look for.
@@ -35,12 +42,15 @@ impl std::hash::Hash for State {
         self.called.hash(h);
         self.opened_early.hash(h);
         self.overslept.hash(h);
+        self.armed.hash(h);
+        self.opened.hash(h);
+        self.rearmed.hash(h);
         self.next_id.hash(h);
     }
 }
 
 /// One client process with one thread and its subscriber.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Client {
     /// `count_down` calls its thread has still to make.
     pub downs_left: u8,
@@ -64,7 +74,7 @@ pub struct Client {
 }
 
 /// A subscriber's hold on the latch's channel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Sub {
     /// Not subscribed (nobody waited yet).
     Off,
@@ -75,27 +85,30 @@ pub enum Sub {
 }
 
 /// What a thread does.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Job {
     /// Nothing: it may call.
     Idle,
-    /// A `count_down` call.
+    /// A `count_down` call, or the `try_set_count` that arms the latch.
     Down(Down),
     /// A wait (`wait` or `wait_for`).
     Wait(Wait),
 }
 
-/// A `count_down` call: one request id, the pool's retries.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A `count_down` call (or the `try_set_count` that arms the latch):
+/// one request id, the pool's retries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Down {
     /// Its request latch (`unlock_latch`).
     pub latch: u16,
     /// The pool's retries left.
     pub retries_left: u8,
+    /// It is `try_set_count`, not `count_down`.
+    pub set: bool,
 }
 
 /// A waiting call (`CountDownLatch::wait_on`, `WaitOn::until`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Wait {
     /// Ticks left of its wait (`None`: no limit).
     pub left: Option<u8>,
@@ -110,7 +123,7 @@ pub struct Wait {
 }
 
 /// Where a waiting call stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Phase {
     /// About to look (`count`: a `GET`).
     Look,
@@ -128,8 +141,20 @@ pub enum Phase {
 pub enum Req {
     /// `latch_count_down.lua` under this request latch.
     CountDown(u16),
+    /// `latch_try_set.lua` under this request latch.
+    TrySet(u16),
     /// `GET` of the latch (`CountDownLatch::count`).
     Get,
+}
+
+impl Req {
+    /// Its request latch, if it has one.
+    pub fn latch_mut(&mut self) -> Option<&mut u16> {
+        match self {
+            Req::CountDown(id) | Req::TrySet(id) => Some(id),
+            Req::Get => None,
+        }
+    }
 }
 
 /// One connection: its request not run yet, and the reply its reader

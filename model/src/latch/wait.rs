@@ -9,9 +9,10 @@ use super::pubsub;
 use super::state::{Job, Phase, Req, State, Wait, Wire};
 use super::{Config, LatchMutation};
 
-/// The re-check's bound in ticks (`RECHECK`, 5 s, under two response
-/// timeouts): a parked waiter looks again within its second tick.
-pub const RECHECK_TICKS: u8 = 2;
+/// The re-check's bound in tick boundaries (`RECHECK`, 5 s, a tick and
+/// two thirds of 3 s response timeouts): a waiter parked at any moment of
+/// a tick looks again after the next boundary and before the third.
+pub const RECHECK_TICKS: u8 = 3;
 
 /// `wait` (`left`: `None`) or `wait_for` (`left` ticks): its first look.
 pub fn begin(s: &mut State, cfg: &Config, c: usize, left: Option<u8>) {
@@ -145,8 +146,8 @@ fn end(s: &mut State, cfg: &Config, c: usize, outcome: Option<bool>) {
     s.clients[c].job = Job::Idle;
 }
 
-/// The re-check wakes the parked waiter (at any moment of its second
-/// tick parked).
+/// The re-check wakes the parked waiter (at any moment once a tick
+/// boundary passed since it parked; by the third at the latest).
 pub fn recheck(s: &mut State, cfg: &Config, c: usize) {
     with_wait(s, c, |w| w.phase = Phase::Look);
     s.events |= event::RECHECK_WOKE;
