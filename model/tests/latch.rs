@@ -3,7 +3,7 @@
 //! that matter reached; each mutation found; the deep configuration by
 //! hand.
 
-use redhold_model::latch::model::{NOT_EARLY, NOT_OVERSLEPT, NOT_REARMED, REDIS_COUNT};
+use redhold_model::latch::model::{NOT_EARLY, NOT_OVERSLEPT, REDIS_COUNT, SET_ONCE};
 use redhold_model::latch::net::event;
 use redhold_model::latch::{Config, LatchModel, LatchMutation};
 use redhold_model::search::{check, Bounds, Model, Report};
@@ -149,7 +149,7 @@ fn a_try_set_retry_not_latched_is_found() {
     found(
         LatchMutation::TrySetRetryNotLatched,
         Config::set_ci(),
-        NOT_REARMED,
+        SET_ONCE,
     );
 }
 

@@ -30,10 +30,13 @@ pub fn begin(s: &mut State, cfg: &Config, c: usize) {
     client.wire = Some(Wire::send(Req::CountDown(latch)));
 }
 
-/// `try_set_count(count)` by client `c`'s thread, before the others start.
-pub fn begin_set(s: &mut State, cfg: &Config, c: usize) {
+/// `try_set_count(count)` by client `c`'s thread: before the others
+/// start, or (`again`) once the latch opened, for a new round.
+pub fn begin_set(s: &mut State, cfg: &Config, c: usize, again: bool) {
     let latch = fresh(s);
+    s.set_calls += 1;
     let client = &mut s.clients[c];
+    client.sets_left -= u8::from(again);
     client.job = Job::Down(Down {
         latch,
         retries_left: cfg.retries,

@@ -80,6 +80,9 @@ pub struct Config {
     /// call first, the threads starting once it returned `true` (else
     /// the count is in Redis from the start).
     pub set_call: bool,
+    /// How many times client 0's thread arms the latch again
+    /// (`try_set_count` once more) after it opened: a second round.
+    pub rearms: u8,
     /// How many clients (one thread each).
     pub clients: u8,
     /// How many times each thread calls `count_down`.
@@ -136,6 +139,7 @@ impl Config {
         Config {
             count: 2,
             set_call: false,
+            rearms: 0,
             clients: 2,
             downs: 1,
             waits: 1,
@@ -165,6 +169,18 @@ impl Config {
         Config {
             set_call: true,
             ..Config::ci()
+        }
+    }
+
+    /// Two rounds: a count of 1, two clients whose threads count down
+    /// once and wait once; client 0's thread arms the latch again once it
+    /// opened; two faults (cuts and hold-backs).
+    pub fn rearm() -> Config {
+        Config {
+            count: 1,
+            rearms: 1,
+            faults: vec![Fault::Cut, Fault::HoldBack],
+            ..Config::two_faults()
         }
     }
 

@@ -15,6 +15,8 @@ use crate::search::{Model, Property};
 pub enum Action {
     /// Client `c`'s thread calls `count_down`.
     CountDown(u8),
+    /// Client `c`'s thread arms the open latch again (`try_set_count`).
+    Set(u8),
     /// Client `c`'s thread calls `wait` (no limit).
     Wait(u8),
     /// Client `c`'s thread calls `wait_for` (the configured ticks).
@@ -69,6 +71,7 @@ impl Model for LatchModel {
         let client = Client {
             downs_left: self.cfg.downs,
             waits_left: self.cfg.waits,
+            sets_left: 0,
             job: Job::Idle,
             wire: None,
             trailing: Vec::new(),
@@ -85,12 +88,14 @@ impl Model for LatchModel {
             overslept: false,
             armed: !self.cfg.set_call,
             opened: false,
-            rearmed: false,
+            set_calls: 0,
+            sets_run: 0,
             next_id: 0,
             events: 0,
         };
+        s.clients[0].sets_left = self.cfg.rearms;
         if self.cfg.set_call {
-            down::begin_set(&mut s, &self.cfg, 0);
+            down::begin_set(&mut s, &self.cfg, 0, false);
         }
         vec![s]
     }
@@ -110,6 +115,9 @@ impl Model for LatchModel {
                     }
                     if client.waits_left > 0 && cfg.wait_ticks.is_some() {
                         out.push(Action::WaitFor(c8));
+                    }
+                    if client.sets_left > 0 && s.opened {
+                        out.push(Action::Set(c8));
                     }
                 }
                 Job::Wait(w) => match w.phase {
@@ -156,6 +164,7 @@ impl Model for LatchModel {
         n.events = 0;
         match *action {
             Action::CountDown(c) => down::begin(&mut n, cfg, c.into()),
+            Action::Set(c) => down::begin_set(&mut n, cfg, c.into(), true),
             Action::Wait(c) => wait::begin(&mut n, cfg, c.into(), None),
             Action::WaitFor(c) => wait::begin(&mut n, cfg, c.into(), cfg.wait_ticks),
             Action::Step(c) => wait::step(&mut n, cfg, c.into()),
@@ -203,8 +212,8 @@ impl Model for LatchModel {
                 },
             },
             Property {
-                name: NOT_REARMED,
-                holds: |_, s| !s.rearmed,
+                name: SET_ONCE,
+                holds: |_, s| s.sets_run <= s.set_calls,
             },
             Property {
                 name: NOT_OVERSLEPT,
@@ -245,8 +254,9 @@ impl Model for LatchModel {
 pub const NOT_EARLY: &str = "no wait opens before count_down was called count times";
 /// Redis never counts more count-downs than were called.
 pub const REDIS_COUNT: &str = "Redis counts no more count-downs than were called";
-/// The latch, once open, is not armed again by a late `try_set_count`.
-pub const NOT_REARMED: &str = "the latch once open is not armed again by a late try_set_count";
+/// No `try_set_count` call sets the count twice (a late attempt arming
+/// the latch again after it opened).
+pub const SET_ONCE: &str = "no try_set_count call sets the count twice";
 /// No waiter stays parked past a tick on the open latch with nothing on
 /// its way to wake it.
 pub const NOT_OVERSLEPT: &str = "no waiter parked on the open latch with nothing on its way";

@@ -127,7 +127,14 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
     }
     let req = wire.req.take()?;
     let answer = match req {
-        Req::Get => count(s),
+        Req::Get => {
+            let n = count(s);
+            let early = n == 0 && i64::from(s.called) < cfg.count;
+            if let Some(w) = wire_mut(s, c, loc) {
+                w.early = early;
+            }
+            n
+        }
         Req::CountDown(latch) => {
             let outcome = scripts::run(&mut s.redis, &count_down(cfg, latch), Env::default());
             let Reply::Int(left) = outcome.reply else {
@@ -154,7 +161,13 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
             };
             match outcome.branch {
                 "replay" => s.events |= event::SET_REPLAYED,
-                "set" if s.opened => s.rearmed = true,
+                "set" => {
+                    // A new round: the count-downs under way may count in it.
+                    s.sets_run += 1;
+                    s.opened = false;
+                    let downs = |job: &Job| matches!(job, Job::Down(d) if !d.set);
+                    s.called = s.clients.iter().filter(|c| downs(&c.job)).count() as u8;
+                }
                 _ => {}
             }
             // "A new count": every waiter looks again.

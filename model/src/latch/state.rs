@@ -13,7 +13,9 @@ pub struct State {
     pub clients: Vec<Client>,
     /// Faults that may still be injected.
     pub faults_left: u8,
-    /// Ghost: `count_down` calls made so far (counted as they begin).
+    /// Ghost: `count_down` calls made in this round (counted as they
+    /// begin; when a `try_set_count` arms the latch, the calls under way
+    /// then).
     pub called: u8,
     /// Ghost: a wait returned "opened" before `count_down` was called as
     /// many times as the count set.
@@ -24,10 +26,13 @@ pub struct State {
     /// Ghost: the latch is armed for the threads: set before they start,
     /// or by the set call once it returned `true`.
     pub armed: bool,
-    /// Ghost: a count-down brought the count to zero.
+    /// Ghost: a count-down brought the count to zero (in this round).
     pub opened: bool,
-    /// Ghost: a `try_set_count` set the count after it had opened.
-    pub rearmed: bool,
+    /// Ghost: `try_set_count` calls made so far.
+    pub set_calls: u8,
+    /// Ghost: `try_set_count` scripts that set the count so far (at most
+    /// one per call).
+    pub sets_run: u8,
     /// The next fresh request id (one above every id in use).
     pub next_id: u16,
     /// What the last step did that reachability checks look for.
@@ -44,7 +49,8 @@ impl std::hash::Hash for State {
         self.overslept.hash(h);
         self.armed.hash(h);
         self.opened.hash(h);
-        self.rearmed.hash(h);
+        self.set_calls.hash(h);
+        self.sets_run.hash(h);
         self.next_id.hash(h);
     }
 }
@@ -56,6 +62,9 @@ pub struct Client {
     pub downs_left: u8,
     /// Waits its thread has still to make.
     pub waits_left: u8,
+    /// `try_set_count` calls its thread has still to make once the latch
+    /// opened (a new round).
+    pub sets_left: u8,
     /// What its thread does.
     pub job: Job,
     /// The connection its thread waits on, if any.
@@ -174,6 +183,9 @@ pub struct Wire {
     pub aged: bool,
     /// Cut: nothing more runs or comes back.
     pub cut: bool,
+    /// Ghost: a `GET` that read 0 (open) while fewer count-downs than the
+    /// count had been called in the round.
+    pub early: bool,
 }
 
 impl Wire {
@@ -186,6 +198,7 @@ impl Wire {
             held: false,
             aged: false,
             cut: false,
+            early: false,
         }
     }
 

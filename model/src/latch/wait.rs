@@ -51,7 +51,11 @@ pub fn step(s: &mut State, cfg: &Config, c: usize) {
 pub fn read(s: &mut State, cfg: &Config, c: usize) {
     let wire = s.clients[c].wire.take().expect("a connection to read");
     match wire.answer {
-        Some(n) if !wire.cut => looked(s, cfg, c, n),
+        Some(n) if !wire.cut => {
+            // Opened on a look Redis answered too early.
+            s.opened_early |= wire.early;
+            looked(s, cfg, c, n)
+        }
         _ => look_failed(s, cfg, c),
     }
 }
@@ -76,7 +80,7 @@ fn look_failed(s: &mut State, cfg: &Config, c: usize) {
         (lasted >= cfg.tolerance, w.left == Some(0), !w.subscribed)
     });
     if exceeded || over {
-        return end(s, cfg, c, None);
+        return end(s, c, None);
     }
     if subscribe {
         subscribe_to(s, c);
@@ -96,10 +100,10 @@ fn looked(s: &mut State, cfg: &Config, c: usize, count: i64) {
         if subscribed {
             s.events |= event::SECOND_LOOK_OPENED;
         }
-        return end(s, cfg, c, Some(true));
+        return end(s, c, Some(true));
     }
     if with_wait(s, c, |w| w.left == Some(0)) {
-        return end(s, cfg, c, Some(false));
+        return end(s, c, Some(false));
     }
     if !subscribed {
         subscribe_to(s, c);
@@ -131,15 +135,12 @@ fn park(s: &mut State, cfg: &Config, c: usize) {
 
 /// The call ends: `Some(opened)`, or `None` for an error. The waiter
 /// leaves the channel (its `Subscription` drops).
-fn end(s: &mut State, cfg: &Config, c: usize, outcome: Option<bool>) {
+fn end(s: &mut State, c: usize, outcome: Option<bool>) {
     s.events |= match outcome {
         Some(true) => event::OPENED,
         Some(false) => event::RAN_OUT,
         None => event::WAIT_FAILED,
     };
-    if outcome == Some(true) && s.called < cfg.count as u8 {
-        s.opened_early = true;
-    }
     if pubsub::joined(s, c) {
         pubsub::leave(s, c);
     }
