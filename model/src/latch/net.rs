@@ -162,11 +162,16 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
             match outcome.branch {
                 "replay" => s.events |= event::SET_REPLAYED,
                 "set" => {
-                    // A new round: the count-downs under way may count in it.
+                    // A new round: the count-downs under way that have not
+                    // run yet (no request latch) may count in it.
                     s.sets_run += 1;
                     s.opened = false;
-                    let downs = |job: &Job| matches!(job, Job::Down(d) if !d.set);
-                    s.called = s.clients.iter().filter(|c| downs(&c.job)).count() as u8;
+                    let redis = &s.redis;
+                    let unrun = |job: &Job| match job {
+                        Job::Down(d) if !d.set => !redis.exists(Key::Latch(NAME, Request(d.latch))),
+                        _ => false,
+                    };
+                    s.called = s.clients.iter().filter(|c| unrun(&c.job)).count() as u8;
                 }
                 _ => {}
             }

@@ -15,7 +15,7 @@ pub struct State {
     pub faults_left: u8,
     /// Ghost: `count_down` calls made in this round (counted as they
     /// begin; when a `try_set_count` arms the latch, the calls under way
-    /// then).
+    /// then none of whose attempts has run).
     pub called: u8,
     /// Ghost: a wait returned "opened" before `count_down` was called as
     /// many times as the count set.
