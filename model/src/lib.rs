@@ -37,6 +37,13 @@
 //!   ride-through, the give-back behind late attempts or carried on by the
 //!   release worker) and releases, with cuts and held-back replies: the
 //!   conservation of permits checked in every state.
+//! - **The count-down latch's client.** [`latch`] is `count_down` (one
+//!   request latch per call under the pool's retries) and the waits
+//!   (looks, the subscription and its look again, parks, the publish at
+//!   zero, kept wake-ups, reconnects, the re-check) and `try_set_count`,
+//!   with cuts, held-back replies and pub/sub drops: no wait opens early
+//!   (counted per round when the latch is armed again), no waiter sleeps
+//!   on an open latch, checked in every state.
 //!
 //! # Running
 //!
@@ -47,6 +54,8 @@
 //! cargo test -p redhold-model --test toy           # the toy model, and its mutation
 //! cargo test -p redhold-model --test client        # the client model's configurations
 //! cargo test -p redhold-model --test client_mutations -- --nocapture  # past defects, traces
+//! cargo test -p redhold-model --test latch -- --nocapture   # the count-down latch's client, its mutations
+//! cargo test -p redhold-model --test latch_found -- --nocapture  # the latch's open defect (its next round)
 //! REDHOLD_MODEL_LIMIT_SECS=3600 cargo test -p redhold-model --test client -- --ignored --nocapture deep  # by hand
 //! ```
 //!
@@ -66,6 +75,7 @@
 pub mod call;
 pub mod client;
 pub mod keyspace;
+pub mod latch;
 pub mod names;
 pub mod reply;
 pub mod scripts;

@@ -597,3 +597,49 @@ fn a_failed_read_try_lock_after_an_expired_read_hold_leaves_no_hold_behind() {
         server.cmd::<i64>(&["PTTL", name])
     );
 }
+
+/// The latch model's defect (`model/tests/latch_found.rs`, open): a
+/// `count_down` whose every attempt failed, the last one held back past
+/// the response timeout, returns an error; the latch opens (another
+/// count-down) and is armed again for a second round (`try_set_count`);
+/// then the held-back request runs, finds no request latch (no attempt ran
+/// before it) and counts the new round down. The second round opens
+/// though nobody counted it down; its waiters go on. Ignored while open:
+/// as built the count after the late request is 0, not 1.
+#[test]
+#[ignore = "open: a failed count_down that runs late counts down the latch's next round"]
+fn a_failed_count_down_that_runs_late_does_not_count_the_next_round() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(300))
+        .retry_attempts(0)
+        .build()
+        .expect("client through the proxy");
+    let warm = client.count_down_latch("found:warm-up");
+    warm.count_down().expect("loads the script");
+    let latch = client.count_down_latch("found:rounds");
+    assert!(latch.try_set_count(1).expect("round 1 armed"));
+    let armed = proxy.arming().arm(Rule {
+        matcher: Matcher::script("found:rounds", &["redisson_countdownlatch__channel__"]),
+        action: Action::DelayRequest(RETRY_HELD),
+    });
+    assert!(
+        latch.count_down().is_err(),
+        "the count-down held back past the response timeout fails"
+    );
+    assert!(armed.wait_fired(Duration::from_secs(1)), "the rule fired");
+    // Another process opens round 1 and arms round 2 before the held-back
+    // request reaches the server.
+    let other = server.client().count_down_latch("found:rounds");
+    assert_eq!(other.count_down().expect("round 1 opened"), 0);
+    assert!(other.try_set_count(1).expect("round 2 armed"));
+    thread::sleep(RETRY_HELD + Duration::from_millis(700));
+    assert_eq!(
+        other.count().expect("the count"),
+        1,
+        "round 2 was counted down by the late request of a count_down that failed in round 1: \
+         it opened though nobody counted it down"
+    );
+}
