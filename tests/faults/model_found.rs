@@ -1,11 +1,13 @@
 //! Defects the exhaustive model found in the library as built (issue 40,
-//! `model/tests/client_found.rs`), each reproduced here against a real
-//! `redis-server` as the model's counterexample describes it; each names
-//! the model's counterexample it follows (`redhold_model::client::Known`).
-//! The first two failed as built and pass since their fixes (42393ed,
-//! 0d18fa5); the next two are what those fixes left (model3), and pass
-//! since theirs (2bbaed6). The last checks the mechanism of the latter
-//! fix at its worst moment.
+//! `model/`), each reproduced here against a real `redis-server` as the
+//! model's counterexample describes it, failing as built and passing
+//! since its fix; each names the model's counterexample it follows. The
+//! first two were fixed in 42393ed and 0d18fa5; the next two are what
+//! those fixes left (2bbaed6), and one more checks the mechanism of the
+//! latter fix at its worst moment. Then model defects 10 and 11 (92eaa16:
+//! an expired generation ended, and a re-entry's TTL counted, before an
+//! acquire is sent), 12 (22baf1b: a read acquire drops the caller's
+//! expired holds) and the count-down latch's (13).
 
 use std::thread;
 use std::time::{Duration, Instant};
