@@ -31,6 +31,7 @@ impl Config {
             excused: Known::ALL.to_vec(),
             owners: Vec::new(),
             sync_replicas: false,
+            braced: Vec::new(),
         }
     }
 

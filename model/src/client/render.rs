@@ -5,6 +5,7 @@ use super::config::Config;
 use super::faults::FaultAction;
 use super::job::{CallAt, Job, RelAt};
 use super::model::{Action, Begin};
+use super::pubsub::Heard;
 use super::server::serve;
 use super::state::{Request, State, Wire};
 use crate::call::{Attempt, Call};
@@ -244,10 +245,26 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 before.wires[usize::from(w)].client
             )
         }
-        Action::Hear(c, to) => match to {
-            Some(t) => format!("c{c}'s subscriber hears a release message: wakes c{c}.t{t}"),
-            None => format!("c{c}'s subscriber hears a release message (no waiter parked)"),
-        },
+        Action::Hear(c, to) => {
+            let what: Vec<String> = to
+                .iter()
+                .enumerate()
+                .take(usize::from(cfg.locks()))
+                .map(|(lock, heard)| {
+                    let name = if lock == 0 { "x" } else { "{x}" };
+                    match heard {
+                        Heard::To(t) => format!("wakes c{c}.t{t}"),
+                        Heard::Kept if cfg.locks() == 1 => "no waiter parked".to_string(),
+                        Heard::Kept => format!("no waiter of {name} parked"),
+                        Heard::Missed => format!("nothing for {name}"),
+                    }
+                })
+                .collect();
+            format!(
+                "c{c}'s subscriber hears a release message: {}",
+                what.join("; ")
+            )
+        }
         Action::Tick => {
             let keys: Vec<String> = after
                 .redis
