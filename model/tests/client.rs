@@ -120,6 +120,14 @@ fn failover_with_sync_replicas() {
     explore("failover-sync", Config::failover(true), &[]);
 }
 
+/// Two locks on one channel (`x` and `{x}`, phase 9b): a release never
+/// hands a lock to, nor spends its wake-up on, a waiter of the other lock
+/// on the channel; each lock's waiters are woken by its release.
+#[test]
+fn two_locks_on_one_channel() {
+    explore("shared-channel", Config::shared_channel(), &[]);
+}
+
 /// Three threads, tries and waits, re-entries, no fault: by hand (see
 /// `docs/reliability.md` for its figures).
 #[test]
@@ -176,5 +184,17 @@ fn deep_failover() {
         "deep-failover-nosync",
         Config::deep_failover(false),
         &[FAILOVER_LOST],
+    );
+}
+
+/// Two locks on one channel with tries, re-entry, drops and unlocks, and
+/// one fault among cuts, held-back requests and a pub/sub drop: by hand.
+#[test]
+#[ignore]
+fn deep_shared_channel() {
+    explore(
+        "deep-shared-channel",
+        Config::deep_shared_channel(),
+        &[RAN_TWICE, LATE],
     );
 }

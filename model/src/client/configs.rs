@@ -229,4 +229,37 @@ impl Config {
             ..Config::failover(sync_replicas)
         }
     }
+
+    /// Two locks on one channel (phase 9b): `x` and `{x}` share
+    /// `redisson_lock__channel:{x}`. Client 0 has a watched thread on `x`
+    /// and one on `{x}`, client 1 a thread on `{x}` leased for two ticks;
+    /// waiting calls, one hold at a time, drops, and one fault: a pub/sub
+    /// connection dropped. Client 0's releases of `x` publish on the
+    /// channel its waiter of `{x}` listens on, and find it parked when
+    /// they could hand a lock over; client 1's releases of `{x}` are heard
+    /// by a client whose other lock has a joined thread too.
+    pub fn shared_channel() -> Config {
+        Config {
+            clients: vec![vec![Lease::Watched, Lease::Watched], vec![Lease::Ticks(2)]],
+            braced: vec![(0, 1), (1, 0)],
+            max_holds: 1,
+            faults: vec![Fault::PubSubDrop],
+            fault_budget: 1,
+            ..Config::plain_waits()
+        }
+    }
+
+    /// A deeper configuration, by hand: [`shared_channel`](Self::shared_channel)
+    /// with tries too, re-entry, drops and unlocks, and one fault among
+    /// cuts, held-back requests and a pub/sub connection dropped.
+    pub fn deep_shared_channel() -> Config {
+        Config {
+            tries: true,
+            max_holds: 2,
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            faults: vec![Fault::Cut, Fault::HoldBack, Fault::PubSubDrop],
+            fault_budget: 1,
+            ..Config::shared_channel()
+        }
+    }
 }

@@ -9,12 +9,22 @@ use super::pubsub::Heard;
 use super::server::serve;
 use super::state::{Request, State, Wire};
 use crate::call::{Attempt, Call};
-use crate::names::Field;
+use crate::names::{Field, Name};
 
 fn who(field: Field) -> String {
     match field {
         Field::Reader(h) | Field::Writer(h) => format!("c{}.t{}", h.client, h.thread),
         Field::Mode => "mode".into(),
+    }
+}
+
+/// The second lock on the channel named (`{x}`); the first (`x`), the
+/// only one of most configurations, left unnamed.
+fn on(name: Name) -> &'static str {
+    if name.0 == 0 {
+        ""
+    } else {
+        " on {x}"
     }
 }
 
@@ -26,16 +36,16 @@ pub fn request(r: &Request) -> String {
             format!("WAIT 1 (the replica has the write: {synced})")
         }
         Request::Script(Call::Acquire {
+            name,
             field,
             lease,
             reentry_only,
-            ..
         })
         | Request::Script(Call::FencedAcquire {
+            name,
             field,
             lease,
             reentry_only,
-            ..
         }) => {
             let fenced = if matches!(r, Request::Script(Call::FencedAcquire { .. })) {
                 "fenced_"
@@ -43,9 +53,14 @@ pub fn request(r: &Request) -> String {
                 ""
             };
             let flag = if *reentry_only { " re-entry-only" } else { "" };
-            format!("{fenced}acquire.lua {} lease {lease} ms{flag}", who(*field))
+            format!(
+                "{fenced}acquire.lua{} {} lease {lease} ms{flag}",
+                on(*name),
+                who(*field)
+            )
         }
         Request::Script(Call::Release {
+            name,
             field,
             latch,
             attempt,
@@ -61,7 +76,8 @@ pub fn request(r: &Request) -> String {
                 format!(" hand-over to {} lease {} ms", who(s.field), s.lease)
             });
             format!(
-                "release.lua {} latch #{} {word}{next}",
+                "release.lua{} {} latch #{} {word}{next}",
+                on(*name),
                 who(*field),
                 latch.0
             )
@@ -219,8 +235,13 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 Begin::Wait => "lock (waiting)".to_string(),
                 Begin::Release(mode) => format!("{mode:?} of one hold"),
             };
+            let on = match (cfg.locks(), cfg.lock(c, t)) {
+                (1, _) => "",
+                (_, 0) => " of x",
+                _ => " of {x}",
+            };
             format!(
-                "c{c}.t{t} begins {what} -> {}",
+                "c{c}.t{t} begins {what}{on} -> {}",
                 thread_line(cfg, after, c, t)
             )
         }
