@@ -198,3 +198,27 @@ fn deep_shared_channel() {
         &[RAN_TWICE, LATE],
     );
 }
+
+/// Three faults (issue 40, part 5), by hand: `plain_unlock` (unlocks,
+/// tries, re-entry) and `restart` with a budget of three among their
+/// faults.
+#[test]
+#[ignore]
+fn deep_three_faults() {
+    explore(
+        "deep-restart-3",
+        Config {
+            fault_budget: 3,
+            ..Config::restart()
+        },
+        &[RAN_TWICE],
+    );
+    explore(
+        "deep-unlock-3",
+        Config {
+            fault_budget: 3,
+            ..Config::plain_unlock()
+        },
+        &[RAN_TWICE, LATE],
+    );
+}

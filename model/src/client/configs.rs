@@ -250,15 +250,13 @@ impl Config {
     }
 
     /// A deeper configuration, by hand: [`shared_channel`](Self::shared_channel)
-    /// with tries too, re-entry, drops and unlocks, and one fault among
-    /// cuts, held-back requests and a pub/sub connection dropped.
+    /// with drops and unlocks, and one fault among cuts, held-back
+    /// requests and a pub/sub connection dropped (with tries and re-entry
+    /// too, it passes 8.7M states at depth 27 in two minutes, unexhausted).
     pub fn deep_shared_channel() -> Config {
         Config {
-            tries: true,
-            max_holds: 2,
             release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
             faults: vec![Fault::Cut, Fault::HoldBack, Fault::PubSubDrop],
-            fault_budget: 1,
             ..Config::shared_channel()
         }
     }
