@@ -18,6 +18,9 @@ const LATE: &str = "a late acquire ran after its call returned";
 const ABANDONED: &str = "a background release was abandoned as its latch might expire";
 const SHORTER: &str = "a hand-over went to a shorter lease while another client waited";
 const FAILOVER_LOST: &str = "a failover lost an acquire";
+const OTHER_PARKED: &str = "a release found a waiter of the other lock on its channel parked";
+const BOTH_WOKEN: &str = "a release message woke a waiter of each lock on the channel";
+const HANDED_PAST: &str = "a release handed its lock over with a waiter of the other lock parked";
 
 #[test]
 fn plain_lock_with_cuts_and_held_back_requests() {
@@ -125,7 +128,7 @@ fn failover_with_sync_replicas() {
 /// on the channel; each lock's waiters are woken by its release.
 #[test]
 fn two_locks_on_one_channel() {
-    explore("shared-channel", Config::shared_channel(), &[]);
+    explore("shared-channel", Config::shared_channel(), &[OTHER_PARKED]);
 }
 
 /// Three threads, tries and waits, re-entries, no fault: by hand (see
@@ -195,7 +198,19 @@ fn deep_shared_channel() {
     explore(
         "deep-shared-channel",
         Config::deep_shared_channel(),
-        &[RAN_TWICE, LATE],
+        &[RAN_TWICE, LATE, OTHER_PARKED],
+    );
+}
+
+/// Two locks on one channel with a waiter of each in one client, no
+/// fault: by hand.
+#[test]
+#[ignore]
+fn deep_shared_channel_threads() {
+    explore(
+        "deep-shared-channel-threads",
+        Config::shared_channel_threads(),
+        &[OTHER_PARKED, BOTH_WOKEN, HANDED_PAST],
     );
 }
 

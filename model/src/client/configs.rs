@@ -260,4 +260,23 @@ impl Config {
             ..Config::shared_channel()
         }
     }
+
+    /// A deeper configuration, by hand: [`shared_channel`](Self::shared_channel)
+    /// with both locks' waiters in one client: client 0's threads on `x`
+    /// (watched), `{x}` (watched) and `x` (leased for one tick), client 1's
+    /// on `{x}` (leased for two); waits, one hold each, drops, no fault. A
+    /// release of `x` hands it to client 0's younger waiter of `x` past its
+    /// older waiter of `{x}`, and a message reaches a subscriber with a
+    /// waiter of each lock parked.
+    pub fn shared_channel_threads() -> Config {
+        Config {
+            clients: vec![
+                vec![Lease::Watched, Lease::Watched, Lease::Ticks(1)],
+                vec![Lease::Ticks(2)],
+            ],
+            faults: Vec::new(),
+            fault_budget: 0,
+            ..Config::shared_channel()
+        }
+    }
 }

@@ -43,6 +43,9 @@ pub fn hear(cfg: &Config, s: &mut State, c: u8, to: [Heard; 2]) {
     let client = &mut s.clients[usize::from(c)];
     client.inbox -= 1;
     mark_heard(s, c);
+    if to.iter().all(|heard| matches!(heard, Heard::To(_))) {
+        s.events |= super::events::BOTH_LOCKS_WOKEN;
+    }
     for (lock, heard) in to.into_iter().enumerate() {
         match heard {
             Heard::To(t) => notify(s, c, t),

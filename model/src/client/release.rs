@@ -13,7 +13,7 @@ use super::mutation::ClientMutation;
 use super::retry::{self, Progress};
 use super::settle::{settle, Settled, Settler};
 use super::state::{Entry, Purpose, State, Taker};
-use super::{pubsub, wait};
+use super::{events, pubsub, wait};
 
 /// Begins thread `(c, t)`'s release of one of the holds of the field it
 /// acts for (its own, or its owner's: any thread of an owner may release
@@ -242,6 +242,11 @@ fn successor(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel) -> Option<u8>
         return None;
     }
     let n = s.clients[usize::from(c)].threads.len() as u8;
+    let other_parked =
+        (0..n).any(|o| cfg.lock(c, o) != cfg.lock(c, t) && wait::is_waiting(s, c, o));
+    if other_parked {
+        s.events |= events::OTHER_LOCK_PARKED;
+    }
     let any_lock = cfg.mutated(ClientMutation::HandOverToOtherLock);
     let next = (0..n).find(|&o| {
         o != t && (any_lock || cfg.lock(c, o) == cfg.lock(c, t)) && wait::is_waiting(s, c, o)
@@ -257,6 +262,9 @@ fn successor(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel) -> Option<u8>
     }
     s.thread_mut(c, cfg.holder(c, next)).lane.taken = Some(Taker::Releaser(t));
     reserve(s, c, next);
+    if other_parked && cfg.lock(c, next) == cfg.lock(c, t) {
+        s.events |= events::HANDED_PAST_OTHER_LOCK;
+    }
     Some(next)
 }
 
