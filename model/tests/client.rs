@@ -18,6 +18,9 @@ const LATE: &str = "a late acquire ran after its call returned";
 const ABANDONED: &str = "a background release was abandoned as its latch might expire";
 const SHORTER: &str = "a hand-over went to a shorter lease while another client waited";
 const FAILOVER_LOST: &str = "a failover lost an acquire";
+const OTHER_PARKED: &str = "a release found a waiter of the other lock on its channel parked";
+const BOTH_WOKEN: &str = "a release message woke a waiter of each lock on the channel";
+const HANDED_PAST: &str = "a release handed its lock over with a waiter of the other lock parked";
 
 #[test]
 fn plain_lock_with_cuts_and_held_back_requests() {
@@ -120,6 +123,14 @@ fn failover_with_sync_replicas() {
     explore("failover-sync", Config::failover(true), &[]);
 }
 
+/// Two locks on one channel (`x` and `{x}`, phase 9b): a release never
+/// hands a lock to, nor spends its wake-up on, a waiter of the other lock
+/// on the channel; each lock's waiters are woken by its release.
+#[test]
+fn two_locks_on_one_channel() {
+    explore("shared-channel", Config::shared_channel(), &[OTHER_PARKED]);
+}
+
 /// Three threads, tries and waits, re-entries, no fault: by hand (see
 /// `docs/reliability.md` for its figures).
 #[test]
@@ -184,4 +195,52 @@ fn deep_failover() {
 #[ignore]
 fn deep_failover_sync() {
     explore("deep-failover-sync", Config::deep_failover(true), &[]);
+}
+
+/// Two locks on one channel with tries, re-entry, drops and unlocks, and
+/// one fault among cuts, held-back requests and a pub/sub drop: by hand.
+#[test]
+#[ignore]
+fn deep_shared_channel() {
+    explore(
+        "deep-shared-channel",
+        Config::deep_shared_channel(),
+        &[RAN_TWICE, LATE, OTHER_PARKED],
+    );
+}
+
+/// Two locks on one channel with a waiter of each in one client, no
+/// fault: by hand.
+#[test]
+#[ignore]
+fn deep_shared_channel_threads() {
+    explore(
+        "deep-shared-channel-threads",
+        Config::shared_channel_threads(),
+        &[OTHER_PARKED, BOTH_WOKEN, HANDED_PAST],
+    );
+}
+
+/// Three faults (issue 40, part 5), by hand: `plain_unlock` (unlocks,
+/// tries, re-entry) and `restart` with a budget of three among their
+/// faults.
+#[test]
+#[ignore]
+fn deep_three_faults() {
+    explore(
+        "deep-restart-3",
+        Config {
+            fault_budget: 3,
+            ..Config::restart()
+        },
+        &[RAN_TWICE],
+    );
+    explore(
+        "deep-unlock-3",
+        Config {
+            fault_budget: 3,
+            ..Config::plain_unlock()
+        },
+        &[RAN_TWICE, LATE],
+    );
 }

@@ -374,3 +374,30 @@ fn a_read_acquire_that_keeps_expired_holds() {
     );
     counterexample("read acquire keeps expired holds", cfg, &[AT_REST]);
 }
+
+/// Two locks on one channel (`x` and `{x}`): a release of `x` reserves
+/// the oldest parked waiter of the channel whatever its lock, and hands
+/// `x` to client 0's waiter of `{x}` while client 1 holds `{x}`: the
+/// waiter's guard stands for a hold in hash `x`, and two holders of `{x}`
+/// believe they hold it.
+#[test]
+fn a_hand_over_to_a_waiter_of_the_other_lock_on_the_channel() {
+    let cfg = mutated(
+        ClientMutation::HandOverToOtherLock,
+        Config::shared_channel(),
+    );
+    counterexample("hand-over to the other lock", cfg, &[EXCLUSION, AT_REST]);
+}
+
+/// Two locks on one channel: a release message wakes the waiters of one
+/// lock only. Client 1 releases `{x}`; the message is taken for `x`
+/// (none of its waiters parked: a wake-up kept), and client 0's waiter
+/// of `{x}` sleeps on past the free lock.
+#[test]
+fn a_message_that_wakes_the_waiters_of_one_lock_only() {
+    let cfg = mutated(
+        ClientMutation::MessageWakesOneLock,
+        Config::shared_channel(),
+    );
+    counterexample("message wakes one lock", cfg, &[WAITERS]);
+}

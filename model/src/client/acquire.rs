@@ -152,7 +152,7 @@ fn advance(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
             call.at = CallAt::Unsynced { settle, id };
             Flow::Block
         }
-        CallAt::Join => wait::join(cfg, s, c, call),
+        CallAt::Join => wait::join(cfg, s, c, t, call),
         CallAt::Parked(park) => wait::parked(cfg, s, c, t, call, park),
         CallAt::FinishTurn
         | CallAt::FinishSettle(_)
@@ -366,11 +366,11 @@ pub fn decide(
         // (`Call::bound_waiters_left`, `Waiters::bound_parked`; the async
         // path's end alike, `async_acquire/round.rs`).
         let lease = cfg.clients[usize::from(c)][usize::from(t)];
-        super::pubsub::bound_parked(cfg, s, c, cfg.lease_ticks(lease));
+        super::pubsub::bound_parked(cfg, s, c, cfg.lock(c, t), cfg.lease_ticks(lease));
     }
     if was_joined {
         // Not counted any more (this call is out of the job meanwhile).
-        super::pubsub::left(s, c);
+        super::pubsub::left(cfg, s, c, cfg.lock(c, t));
     }
     finish::begin(cfg, s, c, t, call)
 }

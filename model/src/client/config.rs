@@ -17,7 +17,8 @@ use crate::scripts::Mutation;
 /// Milliseconds per tick, as the keyspace counts them.
 pub const TICK_MS: i64 = 1000;
 
-/// Which lock kind the threads take (all on one lock name).
+/// Which lock kind the threads take (on one lock name, or two names that
+/// share a channel: [`Config::braced`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// `Lock`: `acquire.lua`, pub/sub waiters, direct hand-over.
@@ -152,6 +153,11 @@ pub struct Config {
     /// and fails with `ReplicasNotSynced` (`Pool::run_write`,
     /// `attempt.rs`, `send_acquire`).
     pub sync_replicas: bool,
+    /// Threads `(client, thread)` that act on a second lock, `{x}`, whose
+    /// channel is the first lock's (`x`): Redisson's naming gives both
+    /// `redisson_lock__channel:{x}` (phase 9b). Each thread acts on one
+    /// lock, fixed here; the others on `x`. Empty: one lock name only.
+    pub braced: Vec<(u8, u8)>,
 }
 
 impl Config {
@@ -219,6 +225,21 @@ impl Config {
             0
         } else {
             t
+        }
+    }
+
+    /// The lock thread `(c, t)` acts on: 0 (`x`) or 1 (`{x}`, on the same
+    /// channel).
+    pub fn lock(&self, c: u8, t: u8) -> u8 {
+        u8::from(self.braced.contains(&(c, t)))
+    }
+
+    /// How many lock names the threads act on (1 or 2).
+    pub fn locks(&self) -> u8 {
+        if self.braced.is_empty() {
+            1
+        } else {
+            2
         }
     }
 

@@ -31,6 +31,7 @@ impl Config {
             excused: Known::ALL.to_vec(),
             owners: Vec::new(),
             sync_replicas: false,
+            braced: Vec::new(),
         }
     }
 
@@ -226,6 +227,56 @@ impl Config {
             faults: vec![Fault::Failover, Fault::Cut, Fault::HoldBack],
             fault_budget: 2,
             ..Config::failover(sync_replicas)
+        }
+    }
+
+    /// Two locks on one channel (phase 9b): `x` and `{x}` share
+    /// `redisson_lock__channel:{x}`. Client 0 has a watched thread on `x`
+    /// and one on `{x}`, client 1 a thread on `{x}` leased for two ticks;
+    /// waiting calls, one hold at a time, drops, and one fault: a pub/sub
+    /// connection dropped. Client 0's releases of `x` publish on the
+    /// channel its waiter of `{x}` listens on, and find it parked when
+    /// they could hand a lock over; client 1's releases of `{x}` are heard
+    /// by a client whose other lock has a joined thread too.
+    pub fn shared_channel() -> Config {
+        Config {
+            clients: vec![vec![Lease::Watched, Lease::Watched], vec![Lease::Ticks(2)]],
+            braced: vec![(0, 1), (1, 0)],
+            max_holds: 1,
+            faults: vec![Fault::PubSubDrop],
+            fault_budget: 1,
+            ..Config::plain_waits()
+        }
+    }
+
+    /// A deeper configuration, by hand: [`shared_channel`](Self::shared_channel)
+    /// with drops and unlocks, and one fault among cuts, held-back
+    /// requests and a pub/sub connection dropped (with tries and re-entry
+    /// too, it passes 8.7M states at depth 27 in two minutes, unexhausted).
+    pub fn deep_shared_channel() -> Config {
+        Config {
+            release_modes: vec![ReleaseMode::Drop, ReleaseMode::Unlock],
+            faults: vec![Fault::Cut, Fault::HoldBack, Fault::PubSubDrop],
+            ..Config::shared_channel()
+        }
+    }
+
+    /// A deeper configuration, by hand: [`shared_channel`](Self::shared_channel)
+    /// with both locks' waiters in one client: client 0's threads on `x`
+    /// (watched), `{x}` (watched) and `x` (leased for one tick), client 1's
+    /// on `{x}` (leased for two); waits, one hold each, drops, no fault. A
+    /// release of `x` hands it to client 0's younger waiter of `x` past its
+    /// older waiter of `{x}`, and a message reaches a subscriber with a
+    /// waiter of each lock parked.
+    pub fn shared_channel_threads() -> Config {
+        Config {
+            clients: vec![
+                vec![Lease::Watched, Lease::Watched, Lease::Ticks(1)],
+                vec![Lease::Ticks(2)],
+            ],
+            faults: Vec::new(),
+            fault_budget: 0,
+            ..Config::shared_channel()
         }
     }
 }

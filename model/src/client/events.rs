@@ -17,6 +17,18 @@ pub const SHORTER_HANDOVER: u8 = 8;
 /// its caller `Ok` for (unexpired).
 pub const FAILOVER_LOST: u8 = 16;
 
+/// A local release that could hand its lock over found a waiter of the
+/// other lock on its channel parked in its client (phase 9b).
+pub const OTHER_LOCK_PARKED: u8 = 32;
+
+/// A release message reached a client with waiters of both locks on the
+/// channel parked, and woke one of each.
+pub const BOTH_LOCKS_WOKEN: u8 = 64;
+
+/// A local release handed its lock to a waiter of it while a waiter of
+/// the other lock on the channel was parked too.
+pub const HANDED_PAST_OTHER_LOCK: u8 = 128;
+
 /// Each event and its name.
 pub const ALL: &[(u8, &str)] = &[
     (RAN_TWICE, "a release ran twice at the server"),
@@ -30,6 +42,18 @@ pub const ALL: &[(u8, &str)] = &[
         "a hand-over went to a shorter lease while another client waited",
     ),
     (FAILOVER_LOST, "a failover lost an acquire"),
+    (
+        OTHER_LOCK_PARKED,
+        "a release found a waiter of the other lock on its channel parked",
+    ),
+    (
+        BOTH_LOCKS_WOKEN,
+        "a release message woke a waiter of each lock on the channel",
+    ),
+    (
+        HANDED_PAST_OTHER_LOCK,
+        "a release handed its lock over with a waiter of the other lock parked",
+    ),
 ];
 
 /// The names of the events in `mask`.

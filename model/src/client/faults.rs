@@ -93,7 +93,7 @@ pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
         FaultAction::Heal(c) => {
             s.clients[usize::from(c)].partitioned = false;
             cut_all(s, |wire_client, silent| wire_client == c && silent);
-            pubsub::wake_all(s, c);
+            pubsub::wake_all(cfg, s, c);
         }
         FaultAction::Restart => {
             cut_all(s, |_, _| true);
@@ -104,10 +104,10 @@ pub fn apply(cfg: &Config, s: &mut State, fault: FaultAction) {
                         thread.ghost.wiped = true;
                     }
                 }
-                pubsub::wake_all(s, c);
+                pubsub::wake_all(cfg, s, c);
             }
         }
-        FaultAction::PubSubDrop(c) => pubsub::wake_all(s, c),
+        FaultAction::PubSubDrop(c) => pubsub::wake_all(cfg, s, c),
         FaultAction::Failover => super::replica::fail_over(cfg, s),
         FaultAction::Crash(c) => {
             cut_all(s, |wire_client, _| wire_client == c);

@@ -4,7 +4,9 @@
 use super::config::{Config, ReleaseMode};
 use super::faults::{self, FaultAction};
 use super::job::{Call, Job};
+use super::mutation::ClientMutation;
 use super::normalize::normalize;
+use super::pubsub::Heard;
 use super::state::{Broken, Client, State, Thread, WireId, Worker};
 use super::{
     acquire, events, holds, properties, pubsub, release, render, replica, server, time, worker,
@@ -45,9 +47,10 @@ pub enum Action {
     Worker { c: u8 },
     /// The server runs a connection's next request.
     Serve(WireId),
-    /// A client's subscriber reads a release message, for one of its
-    /// parked waiters (none: kept for the next to park).
-    Hear(u8, Option<u8>),
+    /// A client's subscriber reads a release message: for each lock on
+    /// its channel, one of its parked waiters woken, or the wake-up kept
+    /// for the next to park.
+    Hear(u8, [Heard; 2]),
     /// A tick passes.
     Tick,
     /// Replication catches up (`replica.rs`).
@@ -63,6 +66,16 @@ impl ClientModel {
             !cfg.waits || cfg.kind.waits_modelled(),
             "the {:?} kind's waits are not modelled",
             cfg.kind
+        );
+        assert!(
+            cfg.braced.is_empty() || cfg.kind == super::config::Kind::Plain,
+            "two locks on one channel are modelled for the plain lock only"
+        );
+        assert!(
+            cfg.owners
+                .iter()
+                .all(|&(c, n)| (0..n).all(|t| cfg.lock(c, t) == cfg.lock(c, 0))),
+            "an owner's threads act on one lock"
         );
         ClientModel { cfg }
     }
@@ -81,8 +94,8 @@ impl Model for ClientModel {
                 up: true,
                 partitioned: false,
                 inbox: 0,
-                permits: 0,
-                last_take: 0,
+                permits: [0; 2],
+                last_take: [0; 2],
                 subscribed: false,
                 threads: threads.iter().map(|_| Thread::new()).collect(),
                 worker: Worker::default(),
@@ -153,13 +166,34 @@ impl Model for ClientModel {
                 }
             }
             if client.inbox > 0 && !client.partitioned {
-                let parked: Vec<u8> = (0..client.threads.len() as u8)
-                    .filter(|&t| super::wait::is_waiting(s, c, t))
-                    .collect();
-                if parked.is_empty() {
-                    out.push(Action::Hear(c, None));
+                // For each lock on the channel: which of its parked
+                // waiters is the oldest, or none parked.
+                let choices = |lock: u8| -> Vec<Heard> {
+                    let parked: Vec<Heard> = (0..client.threads.len() as u8)
+                        .filter(|&t| cfg.lock(c, t) == lock && super::wait::is_waiting(s, c, t))
+                        .map(Heard::To)
+                        .collect();
+                    if parked.is_empty() {
+                        vec![Heard::Kept]
+                    } else {
+                        parked
+                    }
+                };
+                if cfg.mutated(ClientMutation::MessageWakesOneLock) {
+                    for lock in 0..cfg.locks() {
+                        for heard in choices(lock) {
+                            let mut to = [Heard::Missed; 2];
+                            to[usize::from(lock)] = heard;
+                            out.push(Action::Hear(c, to));
+                        }
+                    }
+                } else {
+                    for first in choices(0) {
+                        for second in choices(1) {
+                            out.push(Action::Hear(c, [first, second]));
+                        }
+                    }
                 }
-                out.extend(parked.into_iter().map(|t| Action::Hear(c, Some(t))));
             }
         }
         for w in 0..s.wires.len() as WireId {
@@ -199,14 +233,14 @@ impl Model for ClientModel {
             Action::WorkerStart { c, lane } => worker::start(cfg, &mut n, c, lane),
             Action::Worker { c } => worker::go(cfg, &mut n, c),
             Action::Serve(w) => server::serve(cfg, &mut n, w),
-            Action::Hear(c, to) => pubsub::hear(&mut n, c, to),
+            Action::Hear(c, to) => pubsub::hear(cfg, &mut n, c, to),
             Action::Tick => time::tick(cfg, &mut n),
             Action::Fault(fault) => faults::apply(cfg, &mut n, fault),
             Action::Replicate => replica::replicate(&mut n),
         }
         replica::forget_unneeded(&mut n);
         properties::clear_excuses(cfg, &mut n);
-        normalize(&mut n);
+        normalize(cfg, &mut n);
         if cfg.kind == super::config::Kind::Fenced {
             super::normalize::rank_tokens(&mut n);
         }

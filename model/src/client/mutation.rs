@@ -141,6 +141,18 @@ pub enum ClientMutation {
     /// later acquire's undo leaves one hold no guard stands for (found by
     /// this model in the library as built, defect 11).
     ReentryLeaseNotExtended,
+    /// With two locks on one channel (`x` and `{x}`), a local release
+    /// reserves the oldest parked waiter of the channel whatever its lock
+    /// (`PubSub::reserve_successor` without `Channel::with_lock`): the
+    /// release of `x` hands `x` to a waiter of `{x}`, whose guard then
+    /// stands for a hold in the other lock's hash while `{x}` may be held
+    /// by another.
+    HandOverToOtherLock,
+    /// With two locks on one channel, a release message wakes the waiters
+    /// of one lock only (as if the channel were one lock's, `wake_one`
+    /// instead of `Locks::wake_one_each`): when it was the other lock that
+    /// was released, its waiter sleeps on past the free lock.
+    MessageWakesOneLock,
 }
 
 impl ClientMutation {
@@ -168,5 +180,7 @@ impl ClientMutation {
         ClientMutation::UnreplicatedUndoOffLane,
         ClientMutation::ExpiredGenerationOutlivesAcquire,
         ClientMutation::ReentryLeaseNotExtended,
+        ClientMutation::HandOverToOtherLock,
+        ClientMutation::MessageWakesOneLock,
     ];
 }

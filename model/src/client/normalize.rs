@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::config::Config;
 use super::job::{CallAt, Job, RelAt, RelSend, Settle};
 use super::state::{Client, Entry, ReqId, Request, State, Wire, WireId};
 use crate::call::Call;
@@ -99,15 +100,18 @@ fn latch_of(request: &mut Request) -> Option<&mut ReqId> {
 }
 
 /// Puts `s` in its canonical form.
-pub fn normalize(s: &mut State) {
-    // The last taking's TTL end, once no waiter's mark can read it.
-    for client in &mut s.clients {
-        let read = client
-            .threads
-            .iter()
-            .any(|t| matches!(&t.job, Job::Acquire(call) if call.taken_since_mark));
-        if !read {
-            client.last_take = 0;
+pub fn normalize(cfg: &Config, s: &mut State) {
+    // The last taking's TTL end, once no waiter's mark can read it (a
+    // mark is read by a waiter of that lock only).
+    for (c, client) in s.clients.iter_mut().enumerate() {
+        for (lock, last) in client.last_take.iter_mut().enumerate() {
+            let read = client.threads.iter().enumerate().any(|(t, th)| {
+                cfg.lock(c as u8, t as u8) == lock as u8
+                    && matches!(&th.job, Job::Acquire(call) if call.taken_since_mark)
+            });
+            if !read {
+                *last = 0;
+            }
         }
     }
     let mut wires: Vec<Option<WireId>> = vec![None; s.wires.len()];

@@ -3,7 +3,7 @@
 
 use super::config::{Config, Kind, TICK_MS};
 use super::job::{CallAt, Job};
-use super::requests::{field, LOCK};
+use super::requests::{field, name};
 use super::state::State;
 use super::wait::is_waiting;
 use super::ClientModel;
@@ -20,7 +20,9 @@ pub fn all() -> Vec<Property<ClientModel>> {
     vec![
         Property {
             name: "mutual exclusion",
-            holds: |m, s| !m.cfg.exclusive() || holders(&m.cfg, s) <= 1,
+            holds: |m, s| {
+                !m.cfg.exclusive() || (0..m.cfg.locks()).all(|lock| holders(&m.cfg, s, lock) <= 1)
+            },
         },
         Property {
             name: "no unlock says Ok for a hold another holder entered",
@@ -50,13 +52,21 @@ pub fn all() -> Vec<Property<ClientModel>> {
     ]
 }
 
-/// Threads that hold the lock unexpired, as their client believes, and
+/// Threads that hold `lock` unexpired, as their client believes, and
 /// whose holds no fault wiped.
-pub fn holders(cfg: &Config, s: &State) -> usize {
+pub fn holders(cfg: &Config, s: &State, lock: u8) -> usize {
     s.clients
         .iter()
-        .filter(|c| c.up)
-        .flat_map(|c| &c.threads)
+        .enumerate()
+        .filter(|(_, c)| c.up)
+        .flat_map(|(c, client)| {
+            client
+                .threads
+                .iter()
+                .enumerate()
+                .filter(move |(t, _)| cfg.lock(c as u8, *t as u8) == lock)
+                .map(|(_, t)| t)
+        })
         .filter(|t| t.gen.is_some_and(|g| g.count > 0 && g.left > 0))
         .filter(|t| !t.ghost.wiped && !lost_excused(cfg, t))
         .count()
@@ -99,9 +109,12 @@ pub fn at_rest(s: &State) -> bool {
         })
 }
 
-/// Holds Redis counts under thread `(c, t)`'s field.
+/// Holds Redis counts under thread `(c, t)`'s field, in its lock's hash.
 pub fn in_redis(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
-    match s.redis.hget(Key::Name(LOCK), field(cfg.kind, c, t)) {
+    match s
+        .redis
+        .hget(Key::Name(name(cfg, c, t)), field(cfg.kind, c, t))
+    {
         Ok(Some(HashValue::Int(n))) => n.clamp(0, 255) as u8,
         _ => 0,
     }
@@ -123,7 +136,7 @@ fn live_in_redis(cfg: &Config, s: &State, c: u8, t: u8) -> u8 {
     }
     let reader = field(cfg.kind, c, t);
     (1..=u16::from(counted))
-        .filter(|&k| s.redis.exists(Key::ReadHold(LOCK, reader, k)))
+        .filter(|&k| s.redis.exists(Key::ReadHold(name(cfg, c, t), reader, k)))
         .count() as u8
 }
 
@@ -154,26 +167,33 @@ fn counts_match(cfg: &Config, s: &State) -> bool {
         })
 }
 
-/// After a tick: each parked waiter's ticks on a free lock with no
-/// message on its way to its client and nobody about to take the lock.
-pub fn count_starving(_cfg: &Config, s: &mut State) {
-    let free = !s.redis.exists(Key::Name(LOCK));
-    let trying = s
-        .clients
-        .iter()
-        .filter(|c| c.up)
-        .flat_map(|c| &c.threads)
-        .any(|t| {
-            matches!(&t.job, Job::Acquire(call) if !matches!(call.at,
-            CallAt::Parked(p) if !p.reserved && p.woke.is_none())
-            && !matches!(call.at, CallAt::FinishTurn | CallAt::FinishSettle(_)
-                | CallAt::FinishLook(_) | CallAt::FinishGiveBack { .. }))
-        });
+/// After a tick: each parked waiter's ticks on a free lock (its own) with
+/// no message on its way to its client and nobody about to take that
+/// lock.
+pub fn count_starving(cfg: &Config, s: &mut State) {
+    let free = |lock: u8| !s.redis.exists(Key::Name(crate::names::Name(lock)));
+    let trying = |lock: u8| {
+        s.clients
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.up)
+            .any(|(c, client)| {
+                client.threads.iter().enumerate().any(|(t, th)| {
+                    cfg.lock(c as u8, t as u8) == lock
+                        && matches!(&th.job, Job::Acquire(call) if !matches!(call.at,
+                        CallAt::Parked(p) if !p.reserved && p.woke.is_none())
+                        && !matches!(call.at, CallAt::FinishTurn | CallAt::FinishSettle(_)
+                            | CallAt::FinishLook(_) | CallAt::FinishGiveBack { .. }))
+                })
+            })
+    };
+    let starvable: Vec<bool> = (0..2).map(|lock| free(lock) && !trying(lock)).collect();
     for c in 0..s.clients.len() as u8 {
         let client = &s.clients[usize::from(c)];
         let quiet = client.up && !client.partitioned && client.inbox == 0;
         for t in 0..client.threads.len() as u8 {
-            let starving = quiet && free && !trying && is_waiting(s, c, t);
+            let lock = usize::from(cfg.lock(c, t));
+            let starving = quiet && starvable[lock] && is_waiting(s, c, t);
             let ghost = &mut s.thread_mut(c, t).ghost;
             ghost.starving = if starving {
                 ghost.starving.saturating_add(1).min(STARVING_BOUND + 1)

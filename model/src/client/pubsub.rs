@@ -7,22 +7,51 @@
 //! (with at most one other thread per client in the configurations, but
 //! for `owner_handover`'s three, whose two owner threads are alike) and a
 //! passed-on wake-up go to the lowest-numbered.
+//!
+//! With two locks on one channel (`x` and `{x}`, [`Config::braced`]) the
+//! waiters, their kept wake-ups and the takings' marks are kept per lock
+//! (`pubsub/locks.rs`): a message names the channel, not the lock, so it
+//! wakes one waiter of each lock (`Locks::wake_one_each`); a reconnect
+//! wakes every waiter of both; a reservation, a passed-on wake-up and a
+//! taking's bound concern the waiters of one lock (`Channel::with_lock`);
+//! the subscription, its linger and the quiet mark of the first try
+//! (`Locks::disturbances`) are the channel's.
 
 use super::config::Config;
 use super::job::{CallAt, Job, Wake};
 use super::mutation::ClientMutation;
 use super::state::State;
 
-/// Client `c`'s subscriber reads one release message and hands it to
-/// parked waiter `to` (the oldest: any of them may be, depending on who
-/// parked first), or keeps it for the next to park when none is.
-pub fn hear(s: &mut State, c: u8, to: Option<u8>) {
+/// What a release message does for the waiters of one lock on the
+/// channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Heard {
+    /// It wakes this parked waiter of the lock (the oldest: any of them
+    /// may be, depending on who parked first).
+    To(u8),
+    /// No waiter of the lock is parked: the wake-up is kept for the next
+    /// one to park (when one has joined).
+    Kept,
+    /// Nothing for this lock (`ClientMutation::MessageWakesOneLock` only).
+    Missed,
+}
+
+/// Client `c`'s subscriber reads one release message and hands, for each
+/// lock on the channel, one wake-up to a parked waiter of that lock, or
+/// keeps it for the next to park (`Locks::wake_one_each`).
+pub fn hear(cfg: &Config, s: &mut State, c: u8, to: [Heard; 2]) {
     let client = &mut s.clients[usize::from(c)];
     client.inbox -= 1;
     mark_heard(s, c);
-    match to {
-        Some(t) => notify(s, c, t),
-        None => wake_one(s, c),
+    if to.iter().all(|heard| matches!(heard, Heard::To(_))) {
+        s.events |= super::events::BOTH_LOCKS_WOKEN;
+    }
+    for (lock, heard) in to.into_iter().enumerate() {
+        match heard {
+            Heard::To(t) => notify(s, c, t),
+            Heard::Kept => wake_one(cfg, s, c, lock as u8),
+            Heard::Missed => {}
+        }
     }
 }
 
@@ -35,7 +64,8 @@ fn notify(s: &mut State, c: u8, t: u8) {
 }
 
 /// Something was heard on the channel (or it was dropped): no first
-/// try's answer stands.
+/// try's answer stands, whichever lock it waits for (the channel's
+/// disturbances, `Locks::disturbed`).
 pub fn mark_heard(s: &mut State, c: u8) {
     for thread in &mut s.clients[usize::from(c)].threads {
         if let Job::Acquire(call) = &mut thread.job {
@@ -46,8 +76,19 @@ pub fn mark_heard(s: &mut State, c: u8) {
     }
 }
 
-/// How many threads of `c` joined the waiters.
-pub fn joined(s: &State, c: u8) -> u8 {
+/// How many threads of `c` joined the waiters of `lock`.
+pub fn joined(cfg: &Config, s: &State, c: u8, lock: u8) -> u8 {
+    s.clients[usize::from(c)]
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(t, th)| cfg.lock(c, *t as u8) == lock && super::server::is_joined(&th.job))
+        .count() as u8
+}
+
+/// How many threads of `c` joined the waiters of either lock (the
+/// channel's count, `Locks::count`).
+fn joined_any(s: &State, c: u8) -> u8 {
     s.clients[usize::from(c)]
         .threads
         .iter()
@@ -55,10 +96,13 @@ pub fn joined(s: &State, c: u8) -> u8 {
         .count() as u8
 }
 
-/// Hands one wake-up to the oldest parked waiter of `c`, or keeps it for
-/// the next one to park (`Waiters::wake_one`).
-pub fn wake_one(s: &mut State, c: u8) {
-    for thread in &mut s.clients[usize::from(c)].threads {
+/// Hands one wake-up to the oldest parked waiter of `lock` in `c`, or
+/// keeps it for the next one of that lock to park (`Waiters::wake_one`).
+pub fn wake_one(cfg: &Config, s: &mut State, c: u8, lock: u8) {
+    for (t, thread) in s.clients[usize::from(c)].threads.iter_mut().enumerate() {
+        if cfg.lock(c, t as u8) != lock {
+            continue;
+        }
         if let Job::Acquire(call) = &mut thread.job {
             if let CallAt::Parked(p) = &mut call.at {
                 if !p.reserved && p.woke.is_none() {
@@ -68,16 +112,16 @@ pub fn wake_one(s: &mut State, c: u8) {
             }
         }
     }
-    let count = joined(s, c);
-    let client = &mut s.clients[usize::from(c)];
-    if client.permits < count {
-        client.permits += 1;
+    let count = joined(cfg, s, c, lock);
+    let permits = &mut s.clients[usize::from(c)].permits[usize::from(lock)];
+    if *permits < count {
+        *permits += 1;
     }
 }
 
-/// A local call took the lock with a TTL of `ticks`: every waiter of `c`
-/// still parked for it (in the line: not reserved, not woken) parks no
-/// longer than that; one whose park ends earlier is not disturbed
+/// A local call took `lock` with a TTL of `ticks`: every waiter of that
+/// lock in `c` still parked for it (in the line: not reserved, not woken)
+/// parks no longer than that; one whose park ends earlier is not disturbed
 /// (`Waiters::bound_parked`, `Waiter::wake_by`, 0d18fa5).
 ///
 /// A waiter not parked yet, whose attempt may have read the TTL before
@@ -85,15 +129,21 @@ pub fn wake_one(s: &mut State, c: u8) {
 /// counted (`takes`) and its TTL's end kept (`last_take_ends`), and a
 /// waiter that marked the count before its attempt parks no later than
 /// that end. The taking also disturbs the channel (`disturbed`), so that
-/// a first try's busy answer is not parked on after it.
-pub fn bound_parked(cfg: &Config, s: &mut State, c: u8, ticks: u8) {
+/// a first try's busy answer is not parked on after it. The waiters of
+/// the other lock on the channel are not bounded (`Channel::bound_parked`
+/// reaches the taken lock's only), but the channel is disturbed for them
+/// too.
+pub fn bound_parked(cfg: &Config, s: &mut State, c: u8, lock: u8, ticks: u8) {
     let bound = !cfg.mutated(ClientMutation::NoBoundOnLocalTake);
     let mark = !cfg.mutated(ClientMutation::NoTakeMark);
     if mark {
         mark_heard(s, c);
-        s.clients[usize::from(c)].last_take = ticks;
+        s.clients[usize::from(c)].last_take[usize::from(lock)] = ticks;
     }
-    for thread in &mut s.clients[usize::from(c)].threads {
+    for (t, thread) in s.clients[usize::from(c)].threads.iter_mut().enumerate() {
+        if cfg.lock(c, t as u8) != lock {
+            continue;
+        }
         if let Job::Acquire(call) = &mut thread.job {
             match &mut call.at {
                 CallAt::Parked(p) if !p.reserved && p.woke.is_none() && bound => {
@@ -108,26 +158,29 @@ pub fn bound_parked(cfg: &Config, s: &mut State, c: u8, ticks: u8) {
     }
 }
 
-/// A waiter about to park takes a kept wake-up, if there is one.
-pub fn take_permit(s: &mut State, c: u8) -> bool {
-    let client = &mut s.clients[usize::from(c)];
-    if client.permits == 0 {
+/// A waiter of `lock` about to park takes a kept wake-up of that lock, if
+/// there is one.
+pub fn take_permit(s: &mut State, c: u8, lock: u8) -> bool {
+    let permits = &mut s.clients[usize::from(c)].permits[usize::from(lock)];
+    if *permits == 0 {
         return false;
     }
-    client.permits -= 1;
+    *permits -= 1;
     true
 }
 
-/// A waiter left: the wake-ups kept never outnumber the waiters.
-pub fn left(s: &mut State, c: u8) {
-    let count = joined(s, c);
-    let client = &mut s.clients[usize::from(c)];
-    client.permits = client.permits.min(count);
+/// A waiter of `lock` left: the wake-ups kept for that lock never
+/// outnumber its waiters.
+pub fn left(cfg: &Config, s: &mut State, c: u8, lock: u8) {
+    let count = joined(cfg, s, c, lock);
+    let permits = &mut s.clients[usize::from(c)].permits[usize::from(lock)];
+    *permits = (*permits).min(count);
 }
 
 /// The subscriber reconnected (or the client shut its channel): messages
-/// in flight are lost, and every waiter is woken to look again.
-pub fn wake_all(s: &mut State, c: u8) {
+/// in flight are lost, and every waiter of every lock on the channel is
+/// woken to look again.
+pub fn wake_all(cfg: &Config, s: &mut State, c: u8) {
     s.clients[usize::from(c)].inbox = 0;
     mark_heard(s, c);
     for thread in &mut s.clients[usize::from(c)].threads {
@@ -139,7 +192,9 @@ pub fn wake_all(s: &mut State, c: u8) {
             }
         }
     }
-    s.clients[usize::from(c)].permits = joined(s, c);
+    for lock in 0..2 {
+        s.clients[usize::from(c)].permits[usize::from(lock)] = joined(cfg, s, c, lock);
+    }
 }
 
 /// Ends the reservation of waiter `t` of `c` with `wake`.
@@ -157,7 +212,7 @@ pub fn settle_reservation(s: &mut State, c: u8, t: u8, wake: Wake) {
 /// A tick passed: a channel with no waiter left is unsubscribed (its
 /// linger is over), and a mark taken on it no longer stands.
 pub fn linger_over(s: &mut State, c: u8) {
-    if s.clients[usize::from(c)].subscribed && joined(s, c) == 0 {
+    if s.clients[usize::from(c)].subscribed && joined_any(s, c) == 0 {
         s.clients[usize::from(c)].subscribed = false;
         mark_heard(s, c);
     }

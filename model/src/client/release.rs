@@ -13,7 +13,7 @@ use super::mutation::ClientMutation;
 use super::retry::{self, Progress};
 use super::settle::{settle, Settled, Settler};
 use super::state::{Entry, Purpose, State, Taker};
-use super::{pubsub, wait};
+use super::{events, pubsub, wait};
 
 /// Begins thread `(c, t)`'s release of one of the holds of the field it
 /// acts for (its own, or its owner's: any thread of an owner may release
@@ -238,13 +238,23 @@ fn send(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &mut Rel) -> Flow {
 /// A parked thread of this client to hand the lock to, when this release
 /// is the generation's last, with the turn on its lane: only while that
 /// lane keeps nothing and nobody sends on it (`take_quiet`); else the
-/// reservation is dropped and the waiter tries itself.
+/// reservation is dropped and the waiter tries itself. Only a waiter of
+/// the released lock, never one of the other lock on its channel
+/// (`PubSub::reserve_successor`, `Channel::with_lock`).
 fn successor(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel) -> Option<u8> {
     if rel.gen_live || !cfg.kind.hands_over() {
         return None;
     }
     let n = s.clients[usize::from(c)].threads.len() as u8;
-    let next = (0..n).find(|&o| o != t && wait::is_waiting(s, c, o))?;
+    let other_parked =
+        (0..n).any(|o| cfg.lock(c, o) != cfg.lock(c, t) && wait::is_waiting(s, c, o));
+    if other_parked {
+        s.events |= events::OTHER_LOCK_PARKED;
+    }
+    let any_lock = cfg.mutated(ClientMutation::HandOverToOtherLock);
+    let next = (0..n).find(|&o| {
+        o != t && (any_lock || cfg.lock(c, o) == cfg.lock(c, t)) && wait::is_waiting(s, c, o)
+    })?;
     // The lane of the field it acts for: one of the same owner's is the
     // releaser's own, whose turn is taken (`take_quiet` fails).
     let lane = &s.thread(c, cfg.holder(c, next)).lane;
@@ -256,6 +266,9 @@ fn successor(cfg: &Config, s: &mut State, c: u8, t: u8, rel: &Rel) -> Option<u8>
     }
     s.thread_mut(c, cfg.holder(c, next)).lane.taken = Some(Taker::Releaser(t));
     reserve(s, c, next);
+    if other_parked && cfg.lock(c, next) == cfg.lock(c, t) {
+        s.events |= events::HANDED_PAST_OTHER_LOCK;
+    }
     Some(next)
 }
 

@@ -5,15 +5,26 @@ use super::config::Config;
 use super::faults::FaultAction;
 use super::job::{CallAt, Job, RelAt};
 use super::model::{Action, Begin};
+use super::pubsub::Heard;
 use super::server::serve;
 use super::state::{Request, State, Wire};
 use crate::call::{Attempt, Call};
-use crate::names::Field;
+use crate::names::{Field, Name};
 
 fn who(field: Field) -> String {
     match field {
         Field::Reader(h) | Field::Writer(h) => format!("c{}.t{}", h.client, h.thread),
         Field::Mode => "mode".into(),
+    }
+}
+
+/// The second lock on the channel named (`{x}`); the first (`x`), the
+/// only one of most configurations, left unnamed.
+fn on(name: Name) -> &'static str {
+    if name.0 == 0 {
+        ""
+    } else {
+        " on {x}"
     }
 }
 
@@ -25,16 +36,16 @@ pub fn request(r: &Request) -> String {
             format!("WAIT 1 (the replica has the write: {synced})")
         }
         Request::Script(Call::Acquire {
+            name,
             field,
             lease,
             reentry_only,
-            ..
         })
         | Request::Script(Call::FencedAcquire {
+            name,
             field,
             lease,
             reentry_only,
-            ..
         }) => {
             let fenced = if matches!(r, Request::Script(Call::FencedAcquire { .. })) {
                 "fenced_"
@@ -42,9 +53,14 @@ pub fn request(r: &Request) -> String {
                 ""
             };
             let flag = if *reentry_only { " re-entry-only" } else { "" };
-            format!("{fenced}acquire.lua {} lease {lease} ms{flag}", who(*field))
+            format!(
+                "{fenced}acquire.lua{} {} lease {lease} ms{flag}",
+                on(*name),
+                who(*field)
+            )
         }
         Request::Script(Call::Release {
+            name,
             field,
             latch,
             attempt,
@@ -60,7 +76,8 @@ pub fn request(r: &Request) -> String {
                 format!(" hand-over to {} lease {} ms", who(s.field), s.lease)
             });
             format!(
-                "release.lua {} latch #{} {word}{next}",
+                "release.lua{} {} latch #{} {word}{next}",
+                on(*name),
                 who(*field),
                 latch.0
             )
@@ -225,8 +242,13 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 Begin::Wait => "lock (waiting)".to_string(),
                 Begin::Release(mode) => format!("{mode:?} of one hold"),
             };
+            let on = match (cfg.locks(), cfg.lock(c, t)) {
+                (1, _) => "",
+                (_, 0) => " of x",
+                _ => " of {x}",
+            };
             format!(
-                "c{c}.t{t} begins {what} -> {}",
+                "c{c}.t{t} begins {what}{on} -> {}",
                 thread_line(cfg, after, c, t)
             )
         }
@@ -251,10 +273,26 @@ pub fn describe(cfg: &Config, before: &State, action: &Action, after: &State) ->
                 before.wires[usize::from(w)].client
             )
         }
-        Action::Hear(c, to) => match to {
-            Some(t) => format!("c{c}'s subscriber hears a release message: wakes c{c}.t{t}"),
-            None => format!("c{c}'s subscriber hears a release message (no waiter parked)"),
-        },
+        Action::Hear(c, to) => {
+            let what: Vec<String> = to
+                .iter()
+                .enumerate()
+                .take(usize::from(cfg.locks()))
+                .map(|(lock, heard)| {
+                    let name = if lock == 0 { "x" } else { "{x}" };
+                    match heard {
+                        Heard::To(t) => format!("wakes c{c}.t{t}"),
+                        Heard::Kept if cfg.locks() == 1 => "no waiter parked".to_string(),
+                        Heard::Kept => format!("no waiter of {name} parked"),
+                        Heard::Missed => format!("nothing for {name}"),
+                    }
+                })
+                .collect();
+            format!(
+                "c{c}'s subscriber hears a release message: {}",
+                what.join("; ")
+            )
+        }
         Action::Tick => {
             let keys: Vec<String> = after
                 .redis

@@ -24,7 +24,7 @@ use super::events;
 use super::job::{CallAt, Job};
 use super::properties::in_redis;
 use super::pubsub;
-use super::requests::LOCK;
+use super::requests::name;
 use super::state::{Answer, Entry, ReqId, Request, State};
 use crate::names::{Key, Request as Latch};
 
@@ -107,7 +107,7 @@ pub fn fail_over(cfg: &Config, s: &mut State) {
         .iter()
         .map(|&(c, t, _)| {
             let lost = |id: &ReqId| {
-                let latch = Key::Latch(LOCK, Latch(*id));
+                let latch = Key::Latch(name(cfg, c, t), Latch(*id));
                 s.redis.exists(latch) && !promoted.exists(latch)
             };
             release_ids(cfg, s, c, t)
@@ -120,7 +120,7 @@ pub fn fail_over(cfg: &Config, s: &mut State) {
     let after = counts(cfg, s);
     super::faults::cut_all(s, |_, _| true);
     for c in 0..s.clients.len() as u8 {
-        pubsub::wake_all(s, c);
+        pubsub::wake_all(cfg, s, c);
     }
     for (((c, t, before), (_, _, after)), released) in
         before.into_iter().zip(after).zip(lost_releases)
@@ -183,7 +183,7 @@ fn counts(cfg: &Config, s: &State) -> Vec<(u8, u8, (u8, i64))> {
         for t in 0..client.threads.len() as u8 {
             let count = in_redis(cfg, s, c as u8, t);
             let ttl = if count > 0 {
-                s.redis.pttl(Key::Name(LOCK))
+                s.redis.pttl(Key::Name(name(cfg, c as u8, t)))
             } else {
                 0
             };

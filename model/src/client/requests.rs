@@ -9,8 +9,16 @@ use super::state::{ReqId, Request, State};
 use crate::call::{Attempt, Call, Publish, Successor};
 use crate::names::{Field, Holder, Name, Request as Latch};
 
-/// The one lock every thread takes.
+/// The lock every thread takes (`x`), unless the configuration puts it on
+/// the second lock that shares its channel (`{x}`: [`name`]).
 pub const LOCK: Name = Name(0);
+
+/// The lock thread `(c, t)` acts on: [`LOCK`], or `Name(1)` for a thread
+/// on `{x}` ([`Config::braced`]). The model delivers every publish to
+/// every subscribed client: both names are on one channel.
+pub fn name(cfg: &Config, c: u8, t: u8) -> Name {
+    Name(cfg.lock(c, t))
+}
 
 /// Thread `t` of client `c`'s holder field: `<uuid>:<thread>`, with
 /// `:write` for the write lock (`read_write.rs`, `holder_field`).
@@ -41,7 +49,7 @@ pub fn owner(field: Field) -> Option<(u8, u8)> {
 /// one), a re-entry only when `holds_here`.
 pub fn acquire_call(cfg: &Config, c: u8, t: u8, holds_here: bool) -> Request {
     let h = cfg.holder(c, t);
-    let (name, field) = (LOCK, field(cfg.kind, c, h));
+    let (name, field) = (name(cfg, c, t), field(cfg.kind, c, h));
     let lease = cfg.lease_ms(cfg.clients[usize::from(c)][usize::from(t)]);
     Request::Script(match cfg.kind {
         Kind::Plain | Kind::Spin => Call::Acquire {
@@ -98,7 +106,7 @@ pub fn release_call(
         lease: cfg.lease_ms(cfg.clients[usize::from(c)][usize::from(s)]),
         fenced: cfg.kind == Kind::Fenced,
     });
-    let (name, latch, publish) = (LOCK, Latch(id), Publish::Classic);
+    let (name, latch, publish) = (name(cfg, c, t), Latch(id), Publish::Classic);
     let latch_ttl = i64::from(cfg.latch_ticks()) * TICK_MS;
     Request::Script(match cfg.kind {
         Kind::Plain | Kind::Fenced | Kind::Spin => Call::Release {

@@ -5,7 +5,7 @@
 use super::config::{Config, TICK_MS};
 use super::events;
 use super::job::{CallAt, Job};
-use super::requests::{owner, LOCK};
+use super::requests::owner;
 use super::state::{Answer, Request, State, WireId};
 use crate::call::Call;
 use crate::keyspace::HashValue;
@@ -52,9 +52,10 @@ pub fn serve(cfg: &Config, s: &mut State, w: WireId) {
     let answer = match request {
         Request::Look(t) => {
             let c = s.wire(w).client;
+            let name = super::requests::name(cfg, c, t);
             let count = s
                 .redis
-                .hget(Key::Name(LOCK), super::requests::field(cfg.kind, c, t));
+                .hget(Key::Name(name), super::requests::field(cfg.kind, c, t));
             Answer::Count(match count {
                 Ok(Some(HashValue::Int(n))) => n,
                 _ => 0,
@@ -84,7 +85,9 @@ pub fn serve(cfg: &Config, s: &mut State, w: WireId) {
 }
 
 fn run(cfg: &Config, s: &mut State, w: WireId, call: &Call) -> Answer {
-    let lock = Key::Name(LOCK);
+    // The lock the script runs on (`x`, or `{x}` on the same channel).
+    let name = call_name(call);
+    let lock = Key::Name(name);
     let before = s.redis.hkeys(lock).unwrap_or_default();
     let pttl = s.redis.pttl(lock);
     let env = Env {
@@ -106,7 +109,10 @@ fn run(cfg: &Config, s: &mut State, w: WireId, call: &Call) -> Answer {
         };
         for (c, client) in s.clients.iter_mut().enumerate() {
             for (t, thread) in client.threads.iter_mut().enumerate() {
-                if (c as u8, t as u8) != (nc, nt) && thread.gen.is_some() {
+                // Only the holders of this lock: the other lock on the
+                // channel is another hash.
+                let here = cfg.lock(c as u8, t as u8) == name.0;
+                if (c as u8, t as u8) != (nc, nt) && here && thread.gen.is_some() {
                     thread.ghost.intruded = true;
                 }
             }
@@ -123,7 +129,9 @@ fn run(cfg: &Config, s: &mut State, w: WireId, call: &Call) -> Answer {
             {
                 let waiting = s.clients.iter().enumerate().any(|(c, client)| {
                     Some(c as u8) != owner(*field).map(|o| o.0)
-                        && client.threads.iter().any(|t| is_parked(&t.job))
+                        && client.threads.iter().enumerate().any(|(t, th)| {
+                            cfg.lock(c as u8, t as u8) == name.0 && is_parked(&th.job)
+                        })
                 });
                 if next.lease < pttl && waiting {
                     s.events |= events::SHORTER_HANDOVER;
@@ -151,6 +159,22 @@ fn run(cfg: &Config, s: &mut State, w: WireId, call: &Call) -> Answer {
         }
     }
     answer(call, &out.reply)
+}
+
+/// The lock name a script call runs on.
+fn call_name(call: &Call) -> crate::names::Name {
+    match call {
+        Call::Acquire { name, .. }
+        | Call::FencedAcquire { name, .. }
+        | Call::FairAcquire { name, .. }
+        | Call::WriteAcquire { name, .. }
+        | Call::ReadAcquire { name, .. }
+        | Call::Release { name, .. }
+        | Call::FairRelease { name, .. }
+        | Call::WriteRelease { name, .. }
+        | Call::ReadRelease { name, .. } => *name,
+        _ => unreachable!("the client model sends no {call:?}"),
+    }
 }
 
 /// Whether a thread waits on the lock's channel now (parked, not

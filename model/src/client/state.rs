@@ -129,19 +129,21 @@ pub struct Client {
     pub up: bool,
     /// Cut off from the server.
     pub partitioned: bool,
-    /// Release messages on their way to its subscriber (at most 2).
+    /// Release messages on their way to its subscriber (at most 2), on
+    /// the one channel: a message does not say which lock it is for.
     pub inbox: u8,
-    /// Wake-ups kept for waiters about to park (`Waiters::permits`): at
-    /// most one per waiter that joined.
-    pub permits: u8,
-    /// Ticks until the TTL its last local taking of the lock set ends
-    /// (`Waiters::last_take_ends`; 0 once passed): read by a waiter that
-    /// parks after a taking since its mark. Forgotten (0) while no mark
-    /// can read it (see `normalize`).
-    pub last_take: u8,
-    /// Its subscriber listens on the lock's channel: from the first
-    /// waiter's join until a tick after the last one left (the channel
-    /// lingers, `pubsub/registry.rs`).
+    /// Wake-ups kept for waiters about to park, per lock on the channel
+    /// (`Waiters::permits`, one `Waiters` per lock, `pubsub/locks.rs`): at
+    /// most one per waiter of that lock that joined.
+    pub permits: [u8; 2],
+    /// Per lock, ticks until the TTL its last local taking of that lock
+    /// set ends (`Waiters::last_take_ends`; 0 once passed): read by a
+    /// waiter of that lock that parks after a taking since its mark.
+    /// Forgotten (0) while no mark can read it (see `normalize`).
+    pub last_take: [u8; 2],
+    /// Its subscriber listens on the locks' channel: from the first
+    /// waiter's join (of either lock) until a tick after the last one
+    /// left (the channel lingers, `pubsub/registry.rs`).
     pub subscribed: bool,
     /// Its threads.
     pub threads: Vec<Thread>,

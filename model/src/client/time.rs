@@ -9,7 +9,7 @@
 use super::config::{Config, Kind, TICK_MS};
 use super::holds;
 use super::job::{CallAt, Job, RelAt, Send, Settle, Wake};
-use super::requests::{field, LOCK};
+use super::requests::{field, name};
 use super::state::{Entry, State, Wire};
 use crate::call::{Call, Renewal};
 use crate::keyspace::Entry as KeyEntry;
@@ -128,7 +128,9 @@ pub fn tick(cfg: &Config, s: &mut State) {
             expire(st);
         }
         let client = &mut s.clients[usize::from(c)];
-        client.last_take = client.last_take.saturating_sub(1);
+        for last in &mut client.last_take {
+            *last = last.saturating_sub(1);
+        }
         super::pubsub::linger_over(s, c);
     }
     super::properties::count_starving(cfg, s);
@@ -171,7 +173,7 @@ fn renew(cfg: &Config, s: &mut State, c: u8, t: u8) {
     let call = Call::Renew {
         ttl: i64::from(cfg.watchdog) * TICK_MS,
         locks: vec![Renewal {
-            name: LOCK,
+            name: name(cfg, c, t),
             // `Read::renew_kind`: a read lock's holds' keys too.
             read: cfg.kind == Kind::Read,
             field: field(cfg.kind, c, t),

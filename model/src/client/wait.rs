@@ -28,7 +28,7 @@ pub fn busy(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, ticks: u
     if call.wait_left == Some(0) {
         return decide(cfg, s, c, t, call, Outcome::NotGot);
     }
-    park(cfg, s, c, call, ticks)
+    park(cfg, s, c, t, call, ticks)
 }
 
 /// An attempt (or its step) failed like an outage.
@@ -38,7 +38,7 @@ pub fn after_error(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -
     }
     if std::mem::take(&mut call.handed_wake) {
         // A wake-up handed to this waiter goes to the next one.
-        pubsub::wake_one(s, c);
+        pubsub::wake_one(cfg, s, c, cfg.lock(c, t));
     }
     call.outages += 1;
     if call.outages > cfg.outage_tolerance {
@@ -53,11 +53,11 @@ pub fn after_error(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -
     if call.wait_left == Some(0) {
         return decide(cfg, s, c, t, call, Outcome::Failed);
     }
-    park(cfg, s, c, call, 1)
+    park(cfg, s, c, t, call, 1)
 }
 
 /// Joins the waiters (`acquire_slow`'s start).
-pub fn join(cfg: &Config, s: &mut State, c: u8, call: &mut Call) -> Flow {
+pub fn join(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow {
     call.joined = cfg.pubsub();
     if call.joined {
         s.clients[usize::from(c)].subscribed = true;
@@ -67,7 +67,7 @@ pub fn join(cfg: &Config, s: &mut State, c: u8, call: &mut Call) -> Flow {
     let first = call.first_busy.take();
     if call.outages > 0 {
         // Redis was away at the first attempt: a pause first.
-        return park(cfg, s, c, call, 1);
+        return park(cfg, s, c, t, call, 1);
     }
     let skip = first.and_then(|(ticks, quiet)| {
         let quiet = quiet || cfg.mutated(ClientMutation::FirstBusySkipAlways);
@@ -75,7 +75,7 @@ pub fn join(cfg: &Config, s: &mut State, c: u8, call: &mut Call) -> Flow {
     });
     match skip {
         // Nothing announced since the first try: parked on its TTL.
-        Some(ticks) => park(cfg, s, c, call, ticks),
+        Some(ticks) => park(cfg, s, c, t, call, ticks),
         None => {
             call.at = CallAt::Step;
             Flow::Continue
@@ -83,10 +83,12 @@ pub fn join(cfg: &Config, s: &mut State, c: u8, call: &mut Call) -> Flow {
     }
 }
 
-/// Parks for `ticks` at most (the wait's end first; a spin lock's backoff
-/// of one tick), or tries again at once when that is no time.
-fn park(cfg: &Config, s: &mut State, c: u8, call: &mut Call, ticks: u8) -> Flow {
-    if call.joined && pubsub::take_permit(s, c) {
+/// Parks thread `(c, t)` among the waiters of its lock for `ticks` at most
+/// (the wait's end first; a spin lock's backoff of one tick), or tries
+/// again at once when that is no time.
+fn park(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call, ticks: u8) -> Flow {
+    let lock = cfg.lock(c, t);
+    if call.joined && pubsub::take_permit(s, c, lock) {
         // A wake-up kept for this waiter: it tries again at once.
         call.handed_wake = true;
         call.at = CallAt::Step;
@@ -97,7 +99,7 @@ fn park(cfg: &Config, s: &mut State, c: u8, call: &mut Call, ticks: u8) -> Flow 
         // A local taking since the mark taken before the attempt whose
         // TTL this is: no later than the last taking's TTL, at once when
         // that has passed (`Waiters::enqueue_as`).
-        ticks = ticks.min(s.clients[usize::from(c)].last_take);
+        ticks = ticks.min(s.clients[usize::from(c)].last_take[usize::from(lock)]);
     }
     if let Some(left) = call.wait_left {
         ticks = ticks.min(left);
