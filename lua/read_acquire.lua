@@ -13,43 +13,31 @@
 -- in their name, which Redis would count as if nothing had happened.
 -- Nothing is changed.
 --
--- This holder's read holds whose keys expired while other holds kept the
--- hash alive are over, though the field still counts them (a hold's key
--- expires alone): they go first, so that the field counts, and this
--- script replies, the holder's live holds only. A re-entry of dead holds
--- only is then refused as lost, and an undo's "above:N" never counts a
--- dead hold. The live keys keep their TTLs, numbered from 1 again; a hash
--- left with its mode only (it had no expiry) is deleted.
+-- This holder's field with none of its read holds' keys left (they
+-- expired while another hold kept the hash alive, or were deleted) counts
+-- holds that are over: it goes first, so that its count is never taken
+-- for live holds. A re-entry of such holds is then refused as lost (as
+-- the renewal reports them lost), and an undo's "above:N" never counts
+-- them. A hash left with its mode only (it had no expiry) goes too. A
+-- field with some key left keeps its count, as Redisson's: the holder's
+-- client counts those holds until their guards release them.
 local dropped = false
 if redis.call('hexists', KEYS[1], 'mode') == 1 then
     local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
     if count and count > 0 then
-        local ttls = {}
+        local live = false
         for k = 1, count do
             local ttl = redis.call('pttl', KEYS[2] .. ':' .. k)
             if ttl == -1 or ttl > 0 then
-                ttls[#ttls + 1] = ttl
+                live = true
+                break
             end
         end
-        if #ttls < count then
+        if not live then
             dropped = true
-            for k = 1, count do
-                redis.call('del', KEYS[2] .. ':' .. k)
-            end
-            for k, ttl in ipairs(ttls) do
-                if ttl == -1 then
-                    redis.call('set', KEYS[2] .. ':' .. k, 1)
-                else
-                    redis.call('set', KEYS[2] .. ':' .. k, 1, 'px', ttl)
-                end
-            end
-            if #ttls > 0 then
-                redis.call('hset', KEYS[1], ARGV[2], #ttls)
-            else
-                redis.call('hdel', KEYS[1], ARGV[2])
-                if redis.call('hlen', KEYS[1]) == 1 then
-                    redis.call('del', KEYS[1])
-                end
+            redis.call('hdel', KEYS[1], ARGV[2])
+            if redis.call('hlen', KEYS[1]) == 1 then
+                redis.call('del', KEYS[1])
             end
         end
     end

@@ -856,3 +856,44 @@ fn read_is_locked_while_the_writer_also_reads() {
     assert!(!rw.read().is_locked().unwrap());
     drop(write);
 }
+
+/// A thread holds a read lock twice: once with a short lease, once
+/// watched. The leased hold's key expires; the field still counts it, and
+/// so does the client, until its guard goes. A re-entry then must not
+/// take the field for wiped: the watched hold is still there, and its
+/// guard must stay held, with no loss reported. (A first cut of the
+/// read acquire that dropped every expired hold's count made the reply
+/// count one hold fewer than the client, which then judged the
+/// generation lost; the seeded checker met it, seed
+/// 4595255896211224185.)
+#[test]
+fn a_reentry_after_one_of_the_threads_read_holds_expired_keeps_the_others() {
+    let server = RedisServer::start();
+    let client = server.client();
+    let name = "rw:mixed-expiry";
+    let read = client.read_write_lock(name).read();
+    let leased = read
+        .lock_with_lease(Duration::from_millis(100))
+        .expect("the leased read hold");
+    let watched = read.lock().expect("the watched read hold");
+    let (field, _) = only_field_of(&server, name, &client);
+    let expired = bounded::wait_until(PROMPTLY, || {
+        pttl(&server, &hold_key(name, &field, 1)) == -2
+    });
+    assert!(expired.is_some(), "the leased hold's key did not expire");
+    let again = read
+        .lock_with_lease(Duration::from_secs(10))
+        .expect("the re-entry");
+    assert!(
+        watched.is_held(),
+        "the watched read hold was taken for lost on the re-entry (HGETALL {:?}, keys {:?})",
+        hash(&server, name),
+        hold_keys(&server, name)
+    );
+    assert_eq!(client.stats().locks_lost, 0, "no loss was reported");
+    drop(again);
+    drop(leased);
+    assert!(watched.is_held(), "the watched hold outlives the others");
+    drop(watched);
+    assert!(!server.exists(name), "the last release frees the lock");
+}

@@ -54,8 +54,8 @@ pub fn branches(script: Script) -> &'static [Branch] {
         Script::FairGiveUp => table!["not-queued" 8, "left" 29],
         Script::FairForceRelease => table!["deleted" 21, "absent" 21],
         Script::ReadAcquire => table![
-            "reentry-lost" 58, "reentry-lost-expired" 58, "wrong-kind" 63, "new" 69,
-            "new-after-expired" 69, "shared" 82, "shared-after-expired" 82, "busy" 84,
+            "reentry-lost" 46, "reentry-lost-expired" 46, "wrong-kind" 51, "new" 57,
+            "new-after-expired" 57, "shared" 70, "shared-after-expired" 70, "busy" 72,
         ],
         Script::ReadRelease => table![
             "replay" 21, "undo-nothing" 29, "retry-gone" 37, "not-held" 39,

@@ -51,9 +51,10 @@ pub enum Mutation {
     /// without the wake-up publish: other clients' waiters sleep on the
     /// old, longer TTL.
     HandOverWithoutPublish,
-    /// `read_acquire.lua` keeping the caller's read holds whose keys
-    /// expired (before model defect 12): the field counts them, and an
-    /// undo's `above:N` gives back a dead hold instead of a live one.
+    /// `read_acquire.lua` keeping a caller's field none of whose hold keys
+    /// is left (before model defect 12): the field counts those dead
+    /// holds, and an undo's `above:N` gives back a dead hold instead of a
+    /// live one.
     ReadAcquireKeepsExpiredHolds,
 }
 
@@ -205,7 +206,7 @@ scripts! {
     /// `fair_force_release.lua`.
     FairForceRelease => "fair_force_release.lua", "75ee0762a9e5b509fa6c43110476217c32435ff5";
     /// `read_acquire.lua`.
-    ReadAcquire => "read_acquire.lua", "c1981d978331205acb71c6fa23ef330a05ec3953";
+    ReadAcquire => "read_acquire.lua", "44312d1d0f2dc87ffe4a486331de119dfc862292";
     /// `read_release.lua`.
     ReadRelease => "read_release.lua", "03ebfb0382e53a57a04a05b309739e0f5b79bbb2";
     /// `write_acquire.lua`.

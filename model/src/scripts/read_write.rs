@@ -72,10 +72,9 @@ pub(crate) fn read_acquire(x: &mut Exec<'_>, call: &Call) -> Exit {
     Ok((busy(x.ks.pttl(lock)), "busy"))
 }
 
-/// `read_acquire.lua`'s first step: the holder's read holds whose keys
-/// expired (another hold kept the hash alive) go, the live keys numbered
-/// from 1 again with their TTLs, and a hash left with its mode only is
-/// deleted. Whether any went.
+/// `read_acquire.lua`'s first step: the holder's field none of whose
+/// hold keys is left goes (and a hash left with its mode only). Whether
+/// it went.
 fn drop_expired_holds(x: &mut Exec<'_>, name: Name, reader: Field) -> Cmd<bool> {
     let lock = Key::Name(name);
     if x.mutated(Mutation::ReadAcquireKeepsExpiredHolds) || !x.ks.hexists(lock, Field::Mode)? {
@@ -85,30 +84,16 @@ fn drop_expired_holds(x: &mut Exec<'_>, name: Name, reader: Field) -> Cmd<bool> 
         Some(HashValue::Int(n)) if n > 0 => n as u16,
         _ => return Ok(false),
     };
-    let ttls: Vec<i64> = (1..=count)
-        .map(|k| x.ks.pttl(Key::ReadHold(name, reader, k)))
-        .filter(|&ttl| ttl == -1 || ttl > 0)
-        .collect();
-    if ttls.len() == usize::from(count) {
+    let live = (1..=count).any(|k| {
+        let ttl = x.ks.pttl(Key::ReadHold(name, reader, k));
+        ttl == -1 || ttl > 0
+    });
+    if live {
         return Ok(false);
     }
-    for k in 1..=count {
-        x.ks.del(Key::ReadHold(name, reader, k));
-    }
-    for (k, &ttl) in (1..).zip(&ttls) {
-        x.ks.set(
-            Key::ReadHold(name, reader, k),
-            Str::Int(1),
-            (ttl > 0).then_some(ttl),
-        );
-    }
-    if ttls.is_empty() {
-        x.ks.hdel(lock, reader)?;
-        if x.ks.hlen(lock)? == 1 {
-            x.ks.del(lock);
-        }
-    } else {
-        x.ks.hset(lock, reader, HashValue::Int(ttls.len() as i64))?;
+    x.ks.hdel(lock, reader)?;
+    if x.ks.hlen(lock)? == 1 {
+        x.ks.del(lock);
     }
     Ok(true)
 }
