@@ -90,6 +90,11 @@ pub(crate) const SEMAPHORE_GIVE_BACK_LUA: &str = include_str!("../lua/semaphore_
 /// it, and closes the call (an undo, like [`SEMAPHORE_GIVE_BACK_LUA`]).
 pub(crate) const EXPIRABLE_GIVE_BACK_LUA: &str = include_str!("../lua/expirable_give_back.lua");
 
+/// Closes a `count_down` call that failed, and gives back the count its
+/// attempt took unless that count opened the latch (an undo, like
+/// [`SEMAPHORE_GIVE_BACK_LUA`]).
+pub(crate) const LATCH_COUNT_DOWN_UNDO_LUA: &str = include_str!("../lua/latch_count_down_undo.lua");
+
 /// An `EVAL` of `source` (behind [`PRELUDE`] when it publishes, as the
 /// declared scripts are); the caller adds the key count, keys and args.
 pub(crate) fn eval(source: &str) -> redis::Cmd {

@@ -877,9 +877,7 @@ fn a_reentry_after_one_of_the_threads_read_holds_expired_keeps_the_others() {
         .expect("the leased read hold");
     let watched = read.lock().expect("the watched read hold");
     let (field, _) = only_field_of(&server, name, &client);
-    let expired = bounded::wait_until(PROMPTLY, || {
-        pttl(&server, &hold_key(name, &field, 1)) == -2
-    });
+    let expired = bounded::wait_until(PROMPTLY, || pttl(&server, &hold_key(name, &field, 1)) == -2);
     assert!(expired.is_some(), "the leased hold's key did not expire");
     let again = read
         .lock_with_lease(Duration::from_secs(10))

@@ -261,6 +261,12 @@ pub enum Call {
         latch_ttl: i64,
         publish: Publish,
     },
+    /// `latch_count_down_undo.lua`.
+    LatchCountDownUndo {
+        name: Name,
+        latch: Request,
+        latch_ttl: i64,
+    },
     /// `latch_delete.lua`.
     LatchDelete {
         name: Name,

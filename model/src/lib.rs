@@ -41,7 +41,9 @@
 //!   request latch per call under the pool's retries) and the waits
 //!   (looks, the subscription and its look again, parks, the publish at
 //!   zero, kept wake-ups, reconnects, the re-check) and `try_set_count`,
-//!   with cuts, held-back replies and pub/sub drops: no wait opens early
+//!   with cuts, held-back replies and pub/sub drops, and a failed
+//!   `count_down`'s undo (on a connection of its own, behind its late
+//!   attempts, carried on by the release worker): no wait opens early
 //!   (counted per round when the latch is armed again), no waiter sleeps
 //!   on an open latch, checked in every state.
 //!
@@ -54,8 +56,7 @@
 //! cargo test -p redhold-model --test toy           # the toy model, and its mutation
 //! cargo test -p redhold-model --test client        # the client model's configurations
 //! cargo test -p redhold-model --test client_mutations -- --nocapture  # past defects, traces
-//! cargo test -p redhold-model --test latch -- --nocapture   # the count-down latch's client, its mutations
-//! cargo test -p redhold-model --test latch_found -- --nocapture  # the latch's open defect (its next round)
+//! cargo test -p redhold-model --test latch -- --nocapture   # the count-down latch's client, its mutations, the window left
 //! REDHOLD_MODEL_LIMIT_SECS=3600 cargo test -p redhold-model --test client -- --ignored --nocapture deep  # by hand
 //! ```
 //!

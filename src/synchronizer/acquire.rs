@@ -240,7 +240,7 @@ impl WaitCall for Take {
                     .arg(self.permits)
                     .arg(server.publish_command())
                     .arg(self.request.latch_ttl_ms());
-                end_call(engine, &semaphore.name, &mut self.request, undo);
+                end_call(engine, &semaphore.name, SEMAPHORE, &mut self.request, undo);
                 outcome.map(|_| None)
             }
         }

@@ -226,7 +226,7 @@ impl WaitCall for TakeExpirable {
                     .arg(server.publish_command())
                     .arg(self.request.latch_ttl_ms())
                     .arg(&self.id[..]);
-                end_call(engine, &semaphore.name, &mut self.request, undo);
+                end_call(engine, &semaphore.name, EXPIRABLE, &mut self.request, undo);
                 outcome.map(|_| None)
             }
         }

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::wait::{Look, WaitOn};
-use super::{delete_count, read_count, wrong_kind};
+use super::{delete_count, end_call, read_count, wrong_kind};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::names;
 use crate::scripts;
+use crate::server::Resends;
 
 /// The kind's name in errors.
 const LATCH: &str = "count-down latch";
@@ -106,31 +107,62 @@ impl CountDownLatch {
     /// latch for every waiter. On an open latch it does nothing. Returns
     /// the count left.
     ///
+    /// All its attempts (the pool's retries) share one request latch, so a
+    /// retry never counts down twice. A call that fails closes that latch
+    /// before it returns (`latch_count_down_undo.lua` on a connection of
+    /// its own; when Redis cannot be reached for that, behind its late
+    /// attempts and carried on by the release worker), so that an attempt
+    /// still on its way counts nothing when it comes, and gives back the
+    /// count an attempt took, unless that count opened the latch: an error
+    /// means the count-down did not happen, or it did in the round it was
+    /// called in (see `docs/reliability.md` for the window left when the
+    /// undo could not be sent at once).
+    ///
     /// # Errors
     ///
-    /// [`Error::WrongKind`]; Redis errors (a retry of the same call never
-    /// counts down twice).
+    /// [`Error::WrongKind`]; Redis errors.
     pub fn count_down(&self) -> Result<u64> {
         self.check_name()?;
-        let server = self.client.engine().server();
-        let (latch, latch_ttl) =
-            server.unlock_latch(&self.name, &self.client.engine().next_request_id());
-        let left: i64 = server
-            .run_write(
-                &self.name,
-                |conn| {
-                    scripts::LATCH_COUNT_DOWN
-                        .key(&*self.name)
-                        .key(&*self.channel)
-                        .key(&latch)
-                        .arg(server.publish_command())
-                        .arg(latch_ttl)
-                        .invoke(conn)
-                },
-                |_| true,
-            )
-            .map_err(|e| wrong_kind(&self.name, LATCH, e))?;
-        Ok(u64::try_from(left).unwrap_or(0))
+        let engine = self.client.engine();
+        let server = engine.server();
+        let mut request = server.request(&self.name, &engine.next_request_id(), Resends::Retries);
+        let counted = server.run_request(
+            &self.name,
+            &mut request,
+            |conn, latch, latch_ttl, _attempt| {
+                scripts::LATCH_COUNT_DOWN
+                    .key(&*self.name)
+                    .key(&*self.channel)
+                    .key(latch)
+                    .arg(server.publish_command())
+                    .arg(latch_ttl)
+                    .invoke(conn)
+            },
+            |_: &i64| true,
+        );
+        match counted {
+            Ok(left) => Ok(u64::try_from(left).unwrap_or(0)),
+            Err(e) if !request.unsure() => Err(wrong_kind(&self.name, LATCH, e)),
+            Err(e) => {
+                // The call fails: close it in Redis, giving back what an
+                // unanswered attempt counted. First on a connection of its
+                // own, answered before the call returns: an attempt still
+                // on its way then counts nothing, whatever round it finds.
+                // Else behind the late attempts, and by the release worker.
+                let mut undo = scripts::eval(scripts::LATCH_COUNT_DOWN_UNDO_LUA);
+                undo.arg(2)
+                    .arg(&*self.name)
+                    .arg(request.latch())
+                    .arg(request.latch_ttl_ms());
+                if server
+                    .run_cleanup(|conn| undo.query::<redis::Value>(conn))
+                    .is_err()
+                {
+                    end_call(engine, &self.name, LATCH, &mut request, undo);
+                }
+                Err(wrong_kind(&self.name, LATCH, e))
+            }
+        }
     }
 
     /// The count now; 0 when the latch is open (or was never armed). One

@@ -166,14 +166,22 @@ fn delete_count(client: &Client, name: &str, channel: &str, kind: &'static str) 
     Ok(deleted == 1)
 }
 
-/// Ends an acquire call on `name` that returns without what its requests
-/// may have taken: `undo` (a give-back that reads the call's latch and
-/// closes it) right behind its late attempts, or on a connection of its
-/// own; when Redis is away for that, or when it was only written behind
-/// late attempts (a cut connection may have lost it), the client's
-/// release worker sends it again until it runs or the latch may be gone.
-/// Best effort beyond that, with a warning.
-fn end_call(engine: &Engine, name: &Arc<str>, request: &mut Request, undo: redis::Cmd) {
+/// Ends a call on `name` (a synchronizer of `kind`) that returns without
+/// what its requests may have done: an acquire without the permits they
+/// may have taken, a `count_down` with an error. `undo` (a script that
+/// reads the call's latch, undoes what it says was done and closes it, so
+/// that a late attempt does nothing) goes right behind its late attempts,
+/// or on a connection of its own; when Redis is away for that, or when it
+/// was only written behind late attempts (a cut connection may have lost
+/// it), the client's release worker sends it again until it runs or the
+/// latch may be gone. Best effort beyond that, with a warning.
+fn end_call(
+    engine: &Engine,
+    name: &Arc<str>,
+    kind: &'static str,
+    request: &mut Request,
+    undo: redis::Cmd,
+) {
     let server = engine.server();
     let error = match server.undo_request(request, &undo) {
         Ok(true) => return,
@@ -196,7 +204,7 @@ fn end_call(engine: &Engine, name: &Arc<str>, request: &mut Request, undo: redis
         Err(e) => e,
     };
     log::warn!(
-        "redhold: semaphore {:?}: an acquire whose reply was lost may keep what it took: {}",
+        "redhold: {kind} {:?}: a call whose reply was lost may keep what it did: {}",
         names::shorten(name),
         error.report()
     );

@@ -39,6 +39,7 @@ pub mod normalize;
 pub mod pubsub;
 pub mod state;
 pub mod wait;
+pub mod worker;
 
 pub use model::{Action, LatchModel};
 pub use state::State;
@@ -69,6 +70,11 @@ pub enum LatchMutation {
     /// `Channel::connection_lost` and the reconnect's confirmation wake
     /// no waiter: a message lost with the connection is never made up for.
     NoWakeOnReconnect,
+    /// A `count_down` that fails ends without its undo (`end_call` left
+    /// out, the library before the fix of model defect 13): an attempt
+    /// held back past the response timeout runs after the latch was armed
+    /// again and counts the new round down.
+    CountDownNotUndone,
 }
 
 /// One run's bounds and switches.
@@ -105,6 +111,10 @@ pub struct Config {
     /// Whether the Redis-side count is checked (off only to show that the
     /// waiters' property alone finds a count-down run twice).
     pub check_redis_count: bool,
+    /// Whether the window the undo leaves is excused (the documented
+    /// limit): a failed count-down's late attempt that runs in a later
+    /// round before any copy of its undo counts as called in that round.
+    pub excuse_outrun: bool,
     /// A deliberate defect, if any.
     pub mutation: Option<LatchMutation>,
 }
@@ -150,6 +160,7 @@ impl Config {
             retries: 1,
             tolerance: 1,
             check_redis_count: true,
+            excuse_outrun: true,
             mutation: None,
         }
     }
@@ -181,6 +192,16 @@ impl Config {
             rearms: 1,
             faults: vec![Fault::Cut, Fault::HoldBack],
             ..Config::two_faults()
+        }
+    }
+
+    /// As [`rearm`](Self::rearm) without retries (`retry_attempts(0)`):
+    /// two faults fail a count-down and its undo on a connection of its
+    /// own, which the worker then carries on.
+    pub fn rearm_no_retry() -> Config {
+        Config {
+            retries: 0,
+            ..Config::rearm()
         }
     }
 

@@ -4,7 +4,7 @@
 use super::net::{self, event, Loc, NAME};
 use super::normalize::{canonical, normalize};
 use super::state::{Client, Job, Phase, State, Sub};
-use super::{down, pubsub, wait, Config};
+use super::{down, pubsub, wait, worker, Config};
 use crate::client::Fault;
 use crate::keyspace::{Keyspace, Str};
 use crate::names::Key;
@@ -39,6 +39,10 @@ pub enum Action {
     Hold(u8, Loc),
     /// Client `c`'s pub/sub connection drops.
     Drop(u8),
+    /// Client `c`'s release worker sends undo `i`.
+    WorkerSend(u8, u8),
+    /// Client `c`'s release worker reads undo `i`'s connection.
+    WorkerRead(u8, u8),
     /// A tick (one response timeout) passes.
     Tick,
 }
@@ -78,6 +82,7 @@ impl Model for LatchModel {
             sub: Sub::Off,
             inbox: false,
             permits: 0,
+            worker: Vec::new(),
         };
         let mut s = State {
             redis,
@@ -90,6 +95,7 @@ impl Model for LatchModel {
             opened: false,
             set_calls: 0,
             sets_run: 0,
+            undos: Vec::new(),
             next_id: 0,
             events: 0,
         };
@@ -139,6 +145,13 @@ impl Model for LatchModel {
             if s.faults_left > 0 && cfg.allows(Fault::PubSubDrop) && client.sub == Sub::On {
                 out.push(Action::Drop(c8));
             }
+            for (i, g) in client.worker.iter().enumerate() {
+                match &g.wire {
+                    None if !g.tried && g.until > 1 => out.push(Action::WorkerSend(c8, i as u8)),
+                    Some(w) if w.readable() => out.push(Action::WorkerRead(c8, i as u8)),
+                    _ => {}
+                }
+            }
         }
         for (c, loc, w) in net::wires(s) {
             if !w.cut && w.req.is_some() {
@@ -153,7 +166,7 @@ impl Model for LatchModel {
                 }
             }
         }
-        if !s.clients.iter().any(busy) && net::settled_for_tick(s) {
+        if !s.clients.iter().any(busy) && net::settled_for_tick(s) && worker::rounds_made(s) {
             out.push(Action::Tick);
         }
     }
@@ -183,9 +196,14 @@ impl Model for LatchModel {
                 n.faults_left -= 1;
                 pubsub::drop_connection(&mut n, cfg.mutation, c.into());
             }
+            Action::WorkerSend(c, i) => worker::send(&mut n, c.into(), i.into())?,
+            Action::WorkerRead(c, i) => worker::read(&mut n, c.into(), i.into())?,
             Action::Tick => {
                 net::age(&mut n);
                 for c in 0..n.clients.len() {
+                    // The worker first: an undo handed to it in this
+                    // tick has its whole time ahead.
+                    worker::tick(&mut n, c);
                     down::tick(&mut n, cfg, c);
                     wait::tick(&mut n, cfg, c);
                 }

@@ -21,6 +21,8 @@ pub enum Loc {
     Own,
     /// One nobody reads any more.
     Trailing(u8),
+    /// The attempt of an undo its release worker carries on.
+    Worker(u8),
 }
 
 /// Reachability events (bits of [`State::events`]).
@@ -49,8 +51,20 @@ pub mod event {
     pub const WAIT_FAILED: u64 = 512;
     /// A `try_set_count`'s attempt found its call's latch and replayed it.
     pub const SET_REPLAYED: u64 = 1024;
+    /// An undo closed a call none of whose attempts had run.
+    pub const UNDO_CLOSED: u64 = 2048;
+    /// An undo gave back the count its call's attempt took.
+    pub const UNDO_GAVE_BACK: u64 = 4096;
+    /// A count-down's attempt found its call closed and counted nothing.
+    pub const REPLAYED_CLOSED: u64 = 8192;
+    /// A late attempt of a count-down that returned its error, its undo
+    /// not confirmed, ran in a later round before any copy of the undo:
+    /// the window the undo leaves.
+    pub const OUTRAN_UNDO: u64 = 16384;
+    /// An undo the release worker carried on ran.
+    pub const WORKER_UNDID: u64 = 32768;
     /// The names, in bit order.
-    pub const NAMES: [&str; 11] = [
+    pub const NAMES: [&str; 16] = [
         "a count-down's retry replayed its latch",
         "a count-down ran after its call returned",
         "a parked waiter was woken by the publish",
@@ -62,6 +76,11 @@ pub mod event {
         "a wait_for ran out",
         "a wait failed",
         "a try_set_count's attempt replayed its latch",
+        "an undo closed a call none of whose attempts ran",
+        "an undo gave a count back",
+        "a count-down's attempt found its call closed",
+        "a late count-down outran its undo into a later round",
+        "an undo the worker carried on ran",
     ];
 }
 
@@ -87,6 +106,15 @@ pub fn try_set(cfg: &Config, latch: u16) -> Call {
     }
 }
 
+/// `latch_count_down_undo.lua` for the call under request latch `latch`.
+pub fn undo(cfg: &Config, latch: u16) -> Call {
+    Call::LatchCountDownUndo {
+        name: NAME,
+        latch: Request(latch),
+        latch_ttl: i64::from(cfg.latch_ticks()) * TICK_MS,
+    }
+}
+
 /// The count in Redis: 0 when there is no key (`read_count`).
 pub fn count(s: &State) -> i64 {
     match s.redis.get(Key::Name(NAME)) {
@@ -101,6 +129,7 @@ pub fn wire_mut(s: &mut State, c: usize, loc: Loc) -> Option<&mut Wire> {
     match loc {
         Loc::Own => client.wire.as_mut(),
         Loc::Trailing(i) => client.trailing.get_mut(usize::from(i)),
+        Loc::Worker(i) => client.worker.get_mut(usize::from(i))?.wire.as_mut(),
     }
 }
 
@@ -113,6 +142,11 @@ pub fn wires(s: &State) -> Vec<(usize, Loc, &Wire)> {
         }
         for (i, w) in client.trailing.iter().enumerate() {
             out.push((c, Loc::Trailing(i as u8), w));
+        }
+        for (i, g) in client.worker.iter().enumerate() {
+            if let Some(w) = &g.wire {
+                out.push((c, Loc::Worker(i as u8), w));
+            }
         }
     }
     out
@@ -142,11 +176,15 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
             };
             match outcome.branch {
                 "replay" => s.events |= event::DOWN_REPLAYED,
+                "replay-closed" => s.events |= event::REPLAYED_CLOSED,
                 "opened" => s.opened = true,
                 _ => {}
             }
+            if !outcome.branch.starts_with("replay") {
+                outran(s, cfg, latch);
+            }
             let ours = matches!(&s.clients[c].job, Job::Down(d) if d.latch == latch);
-            if loc != Loc::Own && !ours && outcome.branch != "replay" {
+            if loc != Loc::Own && !ours && !outcome.branch.starts_with("replay") {
                 s.events |= event::DOWN_RAN_LATE;
             }
             if !outcome.published.is_empty() && !cfg.mutated(LatchMutation::NoPublishAtZero) {
@@ -181,12 +219,46 @@ pub fn run(s: &mut State, cfg: &Config, c: usize, loc: Loc) -> Option<()> {
             }
             set
         }
+        Req::Undo(latch) => {
+            let outcome = scripts::run(&mut s.redis, &undo(cfg, latch), Env::default());
+            let Reply::Int(given) = outcome.reply else {
+                panic!("latch script error: {:?}", outcome.reply);
+            };
+            match outcome.branch {
+                "none-ran" => s.events |= event::UNDO_CLOSED,
+                "given-back" => s.events |= event::UNDO_GAVE_BACK,
+                _ => {}
+            }
+            if matches!(loc, Loc::Worker(_)) {
+                s.events |= event::WORKER_UNDID;
+            }
+            s.undos.retain(|&(id, _)| id != latch);
+            given
+        }
     };
     let wire = wire_mut(s, c, loc)?;
     if wire.awaited {
         wire.answer = Some(answer);
     }
+    // The undo written behind it runs next.
+    wire.req = wire.then.take();
     Some(())
+}
+
+/// A count-down's attempt of call `latch` counted: when the call returned
+/// its error in an earlier round, its undo not confirmed and no copy of it
+/// run yet, it outran its undo into this round (the window the undo
+/// leaves); excused, it counts as a call of this round.
+fn outran(s: &mut State, cfg: &Config, latch: u16) {
+    let Some(&(_, round)) = s.undos.iter().find(|&&(id, _)| id == latch) else {
+        return;
+    };
+    if round != s.sets_run {
+        s.events |= event::OUTRAN_UNDO;
+        if cfg.excuse_outrun {
+            s.called += 1;
+        }
+    }
 }
 
 /// A fault on a connection: cut (its request lost if not run, its reply
@@ -206,6 +278,7 @@ pub fn fault(s: &mut State, c: usize, loc: Loc, hold: bool) -> Option<()> {
     } else {
         wire.cut = true;
         wire.req = None;
+        wire.then = None;
         wire.answer = None;
     }
     s.faults_left -= 1;
@@ -218,7 +291,7 @@ pub fn fault(s: &mut State, c: usize, loc: Loc, hold: bool) -> Option<()> {
 pub fn settled_for_tick(s: &State) -> bool {
     wires(s).iter().all(|&(_, loc, w)| {
         let must_run = w.req.is_some() && !w.cut && (!w.held || w.aged);
-        let must_read = loc == Loc::Own && w.readable();
+        let must_read = matches!(loc, Loc::Own | Loc::Worker(_)) && w.readable();
         !must_run && !must_read
     })
 }
@@ -227,7 +300,13 @@ pub fn settled_for_tick(s: &State) -> bool {
 /// server's clock moves on (kept at 0: expiries move back).
 pub fn age(s: &mut State) {
     for client in &mut s.clients {
-        for w in client.trailing.iter_mut().chain(client.wire.iter_mut()) {
+        let workers = client.worker.iter_mut().filter_map(|g| g.wire.as_mut());
+        for w in client
+            .trailing
+            .iter_mut()
+            .chain(client.wire.iter_mut())
+            .chain(workers)
+        {
             w.aged |= w.held;
         }
     }

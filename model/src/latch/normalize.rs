@@ -13,7 +13,20 @@ pub fn normalize(s: &mut State) {
     for client in &mut s.clients {
         client.trailing.retain(|w| !w.cut && w.req.is_some());
         client.trailing.sort();
+        client.worker.sort();
     }
+    // An undo no copy of which has run matters only while an attempt of
+    // its call may still run.
+    let carried: Vec<u16> = s
+        .clients
+        .iter()
+        .flat_map(|c| c.wire.iter().chain(&c.trailing))
+        .filter_map(|w| match w.req {
+            Some(Req::CountDown(id)) => Some(id),
+            _ => None,
+        })
+        .collect();
+    s.undos.retain(|(id, _)| carried.contains(id));
     renumber(s);
     s.events = 0;
 }
@@ -39,10 +52,16 @@ fn renumber(s: &mut State) {
         if let Job::Down(d) = &client.job {
             note(&mut ids, d.latch);
         }
-        for w in client.wire.iter().chain(&client.trailing) {
-            if let Some(id) = w.req.and_then(|mut r| r.latch_mut().copied()) {
-                note(&mut ids, id);
+        let workers = client.worker.iter().filter_map(|g| g.wire.as_ref());
+        for w in client.wire.iter().chain(&client.trailing).chain(workers) {
+            for id in [w.req, w.then].into_iter().flatten() {
+                if let Some(id) = id.clone().latch_mut().copied() {
+                    note(&mut ids, id);
+                }
             }
+        }
+        for g in &client.worker {
+            note(&mut ids, g.latch);
         }
     }
     let keys = std::mem::take(&mut s.redis.keys);
@@ -62,11 +81,26 @@ fn renumber(s: &mut State) {
         if let Job::Down(d) = &mut client.job {
             d.latch = ids[&d.latch];
         }
-        for w in client.wire.iter_mut().chain(client.trailing.iter_mut()) {
-            if let Some(id) = w.req.as_mut().and_then(Req::latch_mut) {
-                *id = ids[id];
+        for g in &mut client.worker {
+            g.latch = ids[&g.latch];
+        }
+        let workers = client.worker.iter_mut().filter_map(|g| g.wire.as_mut());
+        for w in client
+            .wire
+            .iter_mut()
+            .chain(client.trailing.iter_mut())
+            .chain(workers)
+        {
+            for req in [&mut w.req, &mut w.then] {
+                if let Some(id) = req.as_mut().and_then(Req::latch_mut) {
+                    *id = ids[id];
+                }
             }
         }
     }
+    for (id, _) in &mut s.undos {
+        *id = ids[id];
+    }
+    s.undos.sort();
     s.next_id = ids.len() as u16;
 }

@@ -33,6 +33,10 @@ pub struct State {
     /// Ghost: `try_set_count` scripts that set the count so far (at most
     /// one per call).
     pub sets_run: u8,
+    /// Ghost: the `count_down` calls that returned their error before a
+    /// reply confirmed their undo, no copy of which has run yet: their
+    /// request latch, and the round (`sets_run`) they returned in.
+    pub undos: Vec<(u16, u8)>,
     /// The next fresh request id (one above every id in use).
     pub next_id: u16,
     /// What the last step did that reachability checks look for.
@@ -51,6 +55,7 @@ impl std::hash::Hash for State {
         self.opened.hash(h);
         self.set_calls.hash(h);
         self.sets_run.hash(h);
+        self.undos.hash(h);
         self.next_id.hash(h);
     }
 }
@@ -80,6 +85,23 @@ pub struct Client {
     /// Wake-ups kept for a waiter that joined and is not parked
     /// (`Waiters::permits`): at most the waiters that joined.
     pub permits: u8,
+    /// The undos its release worker carries on (`Engine::give_back_later`).
+    pub worker: Vec<Undo>,
+}
+
+/// A count-down's undo the release worker carries on
+/// (`PendingRelease::sync_give_back`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Undo {
+    /// The call's request latch.
+    pub latch: u16,
+    /// Ticks until the latch may be gone (`latch_alive_until`).
+    pub until: u8,
+    /// Sent in this tick: the worker's rounds pause at most a second, so
+    /// each tick sees one while it may be sent (`lane/worker.rs`).
+    pub tried: bool,
+    /// Its attempt in flight, if any.
+    pub wire: Option<Wire>,
 }
 
 /// A subscriber's hold on the latch's channel.
@@ -114,6 +136,12 @@ pub struct Down {
     pub retries_left: u8,
     /// It is `try_set_count`, not `count_down`.
     pub set: bool,
+    /// Ticks its request latch lives for sure (`latch_alive_until`: a TTL
+    /// from the first send, no attempt answered).
+    pub alive: u8,
+    /// The call failed and sends its undo on the thread's connection
+    /// (`Request::undo`, `Pool::run`): the pool's retries left for it.
+    pub undo: Option<u8>,
 }
 
 /// A waiting call (`CountDownLatch::wait_on`, `WaitOn::until`).
@@ -154,13 +182,15 @@ pub enum Req {
     TrySet(u16),
     /// `GET` of the latch (`CountDownLatch::count`).
     Get,
+    /// `latch_count_down_undo.lua` for the call under this request latch.
+    Undo(u16),
 }
 
 impl Req {
     /// Its request latch, if it has one.
     pub fn latch_mut(&mut self) -> Option<&mut u16> {
         match self {
-            Req::CountDown(id) | Req::TrySet(id) => Some(id),
+            Req::CountDown(id) | Req::TrySet(id) | Req::Undo(id) => Some(id),
             Req::Get => None,
         }
     }
@@ -172,6 +202,8 @@ impl Req {
 pub struct Wire {
     /// The request, until it runs.
     pub req: Option<Req>,
+    /// The undo written behind it (`Pool::follow`): it runs next.
+    pub then: Option<Req>,
     /// Someone waits for its reply.
     pub awaited: bool,
     /// That reply, once the request ran (a `GET` of nothing is 0).
@@ -193,6 +225,7 @@ impl Wire {
     pub fn send(req: Req) -> Wire {
         Wire {
             req: Some(req),
+            then: None,
             awaited: true,
             answer: None,
             held: false,

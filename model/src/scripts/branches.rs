@@ -101,8 +101,11 @@ pub fn branches(script: Script) -> &'static [Branch] {
             "replay" 11, "wrong-kind-hash" 15, "wrong-kind-other" 18, "set" 27, "exists" 27,
         ],
         Script::LatchCountDown => table![
-            "replay" 13, "wrong-kind-hash" 17, "wrong-kind-other" 20, "not-a-count" 23,
-            "counted" 34, "opened" 34, "absent" 34,
+            "replay" 17, "replay-closed" 17, "wrong-kind-hash" 21, "wrong-kind-other" 24,
+            "not-a-count" 27, "counted" 38, "opened" 38, "absent" 38,
+        ],
+        Script::LatchCountDownUndo => table![
+            "none-ran" 15, "closed" 15, "opened" 15, "no-count" 19, "given-back" 22,
         ],
         Script::LatchDelete => table![
             "replay" 13, "absent" 18, "wrong-kind-hash" 21, "wrong-kind-other" 24,

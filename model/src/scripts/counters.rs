@@ -179,8 +179,16 @@ pub(crate) fn latch(x: &mut Exec<'_>, call: &Call) -> Exit {
         _ => unreachable!("not a latch call"),
     };
     let (counter, latch): (Key, Key) = (Key::Name(name), Key::Latch(name, latch));
-    if let Some(done) = x.ks.get(latch)? {
-        return Ok((latched(done), "replay"));
+    match x.ks.get(latch)? {
+        // `tonumber(done) or -1`: a count-down whose call was closed
+        // ('closed', the only string but a count its latch holds).
+        Some(done)
+            if matches!(call, Call::LatchCountDown { .. }) && latched(done) == Reply::Nil =>
+        {
+            return Ok((Reply::Int(-1), "replay-closed"));
+        }
+        Some(done) => return Ok((latched(done), "replay")),
+        None => {}
     }
     let channel = Channel::CountDown(name);
     match *call {
@@ -251,4 +259,32 @@ fn delete(
     x.publish(publish, Channel::CountDown(name), 1);
     x.ks.set(latch, Str::Int(1), Some(latch_ttl));
     Ok((Reply::Int(1), "deleted"))
+}
+
+/// `latch_count_down_undo.lua`: closes a failed `count_down` call, and
+/// gives back the count its attempt took unless that count opened the
+/// latch (or the latch opened since).
+pub(crate) fn latch_undo(x: &mut Exec<'_>, call: &Call) -> Exit {
+    let Call::LatchCountDownUndo {
+        name,
+        latch,
+        latch_ttl,
+    } = *call
+    else {
+        unreachable!("not a count-down's undo");
+    };
+    let (counter, latch) = (Key::Name(name), Key::Latch(name, latch));
+    let done = x.ks.get(latch)?;
+    x.ks.set(latch, Str::Closed, Some(latch_ttl));
+    match done {
+        None => return Ok((Reply::Int(0), "none-ran")),
+        Some(Str::Closed) => return Ok((Reply::Int(0), "closed")),
+        Some(Str::Int(0)) => return Ok((Reply::Int(0), "opened")),
+        _ => {}
+    }
+    if x.ks.type_of(counter) != "string" || available(x, counter)?.is_none() {
+        return Ok((Reply::Int(0), "no-count"));
+    }
+    x.ks.incrby(counter, 1)?;
+    Ok((Reply::Int(1), "given-back"))
 }

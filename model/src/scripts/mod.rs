@@ -138,6 +138,7 @@ pub fn run(ks: &mut Keyspace, call: &Call, env: Env) -> Outcome {
         Call::LatchTrySet { .. } | Call::LatchCountDown { .. } | Call::LatchDelete { .. } => {
             counters::latch(&mut x, call)
         }
+        Call::LatchCountDownUndo { .. } => counters::latch_undo(&mut x, call),
         Call::ExpirableAcquire { .. }
         | Call::ExpirableRelease { .. }
         | Call::ExpirableLease { .. }
@@ -234,7 +235,9 @@ scripts! {
     /// `latch_try_set.lua`.
     LatchTrySet => "latch_try_set.lua", "6347d4abec53527222bf41cf14ecff6f13322592";
     /// `latch_count_down.lua`.
-    LatchCountDown => "latch_count_down.lua", "8fafd96515ebd2f01166b8d3115e3e136c09dcab";
+    LatchCountDown => "latch_count_down.lua", "19eae5b73bc518287d7b98603faa4cc7f0776957";
+    /// `latch_count_down_undo.lua`.
+    LatchCountDownUndo => "latch_count_down_undo.lua", "8a392ab249ac74556435677a62ebcae4505d6381";
     /// `latch_delete.lua`.
     LatchDelete => "latch_delete.lua", "909dc3d1ea35970117f66d869da5f6485c15c03e";
     /// `inspect.lua`.
@@ -271,6 +274,7 @@ impl Script {
             Call::ExpirableGiveBack { .. } => Script::ExpirableGiveBack,
             Call::LatchTrySet { .. } => Script::LatchTrySet,
             Call::LatchCountDown { .. } => Script::LatchCountDown,
+            Call::LatchCountDownUndo { .. } => Script::LatchCountDownUndo,
             Call::LatchDelete { .. } => Script::LatchDelete,
             Call::Inspect { .. } => Script::Inspect,
             Call::InspectCounter { .. } => Script::InspectCounter,

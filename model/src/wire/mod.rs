@@ -328,6 +328,14 @@ pub fn keys_and_args(call: &Call) -> (Vec<String>, Vec<String>) {
                 .latch(*name, *latch);
             w.args([cmd(*publish), s(latch_ttl)]);
         }
+        Call::LatchCountDownUndo {
+            name,
+            latch,
+            latch_ttl,
+        } => {
+            w.key(Key::Name(*name)).latch(*name, *latch);
+            w.args([s(latch_ttl)]);
+        }
         Call::Inspect { name } => {
             w.key(Key::Name(*name))
                 .key(Key::Queue(*name))

@@ -31,6 +31,7 @@ pub(crate) fn text(script: Script) -> &'static str {
         Script::ExpirableGiveBack => include_str!("../../../lua/expirable_give_back.lua"),
         Script::LatchTrySet => include_str!("../../../lua/latch_try_set.lua"),
         Script::LatchCountDown => include_str!("../../../lua/latch_count_down.lua"),
+        Script::LatchCountDownUndo => include_str!("../../../lua/latch_count_down_undo.lua"),
         Script::LatchDelete => include_str!("../../../lua/latch_delete.lua"),
         Script::Inspect => include_str!("../../../lua/inspect.lua"),
         Script::InspectCounter => include_str!("../../../lua/inspect_counter.lua"),

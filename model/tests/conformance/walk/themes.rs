@@ -318,19 +318,40 @@ impl Walker {
         let (name, latch, latch_ttl, publish) =
             (self.name(), self.latch(), self.latch_ttl(), self.publish());
         match self.rng.below(100) {
-            0..35 => Call::LatchTrySet {
+            0..30 => Call::LatchTrySet {
                 name,
                 count: 1 + self.rng.below(3) as i64,
                 latch,
                 latch_ttl,
                 publish,
             },
-            35..80 => Call::LatchCountDown {
+            30..70 => Call::LatchCountDown {
                 name,
                 latch,
                 latch_ttl,
                 publish,
             },
+            // The undo of a recent count-down (its attempts may come again
+            // as resends), else of one none of whose attempts ran.
+            70..80 => {
+                let downs: Vec<_> = self
+                    .recent
+                    .iter()
+                    .filter_map(|call| match *call {
+                        Call::LatchCountDown { name, latch, .. } => Some((name, latch)),
+                        _ => None,
+                    })
+                    .collect();
+                let (name, latch) = match downs.is_empty() {
+                    true => (name, latch),
+                    false => self.rng.pick(&downs),
+                };
+                Call::LatchCountDownUndo {
+                    name,
+                    latch,
+                    latch_ttl,
+                }
+            }
             80..90 => Call::LatchDelete {
                 name,
                 latch,
