@@ -218,6 +218,14 @@ impl<K: KindOps> Call<'_, K> {
             (late.take(), late.cut_since_answer())
         };
         if !late.is_empty() {
+            // A late attempt that re-enters a hold of the thread's sets the
+            // key's TTL when it runs, up to its undo's keep time.
+            let reaches = (Instant::now()
+                + Resends::Retries.latch_ttl(self.engine.server.config()))
+            .checked_add(Duration::from_millis(self.lease_ms));
+            self.engine
+                .renewals
+                .late_attempts_may_reach(self.lock.name, &self.field, reaches);
             let above = turn.with_state(|_, releases| {
                 let here = self.engine.renewals.counted(self.lock.name, &self.field);
                 here.saturating_add(releases)

@@ -1,17 +1,19 @@
-//! What an acquire settles in the map before it sends: a generation it
-//! can no longer re-enter ends, and one it re-enters lasts as long as the
-//! TTL the re-entry sets, kept or not.
+//! What an acquire settles in the map before it sends, and after it
+//! leaves attempts that may run late: a generation it can no longer
+//! re-enter ends, and one it may re-enter lasts as long as the TTL each
+//! re-entry sets, kept or not.
 //!
 //! Both keep the map's view of a generation in step with what Redis may
 //! count, whatever the call then takes and however it ends: a call that
 //! fails leaves no record of its own, so its acquire's effects must be
-//! accounted for before it is sent (model defects 10 and 11).
+//! accounted for before it is sent, or once it is known to run late
+//! (model defects 10 and 11).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{RenewalMap, LOST};
+use super::{Entry, RenewalMap, LOST};
 use crate::stats::Counters;
 
 impl RenewalMap {
@@ -42,9 +44,34 @@ impl RenewalMap {
             entries.remove(&key);
             return 0;
         }
-        if let (0, Some(until), Some(reaches)) = (entry.watched, entry.leased_until, reaches) {
-            entry.leased_until = Some(until.max(reaches));
-        }
+        entry.lasts_until(reaches);
         entry.watched.saturating_add(entry.leased)
+    }
+
+    /// A call of `field` on `name` ended with attempts that may still run
+    /// until their undos' keep time, each setting the key's TTL anew when
+    /// it re-enters a hold the call (or a later one) took: a live
+    /// generation without a watched hold is taken to last until `reaches`
+    /// (that keep time plus the attempts' TTL) at least.
+    pub(crate) fn late_attempts_may_reach(
+        &self,
+        name: &Arc<str>,
+        field: &Arc<str>,
+        reaches: Option<Instant>,
+    ) {
+        let key = (Arc::clone(name), Arc::clone(field));
+        if let Some(entry) = self.entries.lock().get_mut(&key) {
+            entry.lasts_until(reaches);
+        }
+    }
+}
+
+impl Entry {
+    /// A generation without a watched hold lasts until `reaches` at
+    /// least: Redis may count its holds that long.
+    fn lasts_until(&mut self, reaches: Option<Instant>) {
+        if let (0, Some(until), Some(reaches)) = (self.watched, self.leased_until, reaches) {
+            self.leased_until = Some(until.max(reaches));
+        }
     }
 }

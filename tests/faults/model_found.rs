@@ -645,3 +645,89 @@ fn a_failed_count_down_that_runs_late_does_not_count_the_next_round() {
          it opened though nobody counted it down"
     );
 }
+
+/// The lease of the guard in
+/// [`a_late_attempt_that_re_enters_counts_for_its_generation`].
+const RE_ENTERED_LEASE: Duration = Duration::from_secs(4);
+/// How long its call's first attempt is held back: it runs, a re-entry
+/// of the hold the retry took, well after the retry.
+const FIRST_ATTEMPT_HELD: Duration = Duration::from_millis(2500);
+/// How long each attempt of the failing `try_lock` is held back: past the
+/// response timeout, well within the re-entry's TTL.
+const LATER_ATTEMPTS_HELD: Duration = Duration::from_millis(600);
+
+/// Model defect 11, second shape (three faults: `ClientMutation::LateAttemptLeaseNotCounted`):
+/// a thread's `lock_with_lease(4 s)` has its first attempt held back past
+/// the response timeout, and its retry takes the lock. The late attempt
+/// then runs, re-entering that hold (Redis's TTL is 4 s from then), and
+/// the undo behind it gives the hold back, not the TTL. At the retry's
+/// lease end the client took the holds for expired, though Redis still
+/// counts one; its next `try_lock` (both attempts held back, the call
+/// fails) went as a first taking, and its undos (one release each,
+/// `above:0`) left a hold with no guard, for the watchdog timeout the
+/// late attempts set. The guard's unlock must leave the lock free.
+#[test]
+fn a_late_attempt_that_re_enters_counts_for_its_generation() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(server.port());
+    let client = redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(1)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy");
+    let name = "found:late-reentry";
+    let lock = client.lock(name);
+    // Every script loaded: the held-back EVALSHAs find theirs.
+    lock.lock()
+        .expect("a first hold")
+        .unlock()
+        .expect("its release");
+    let arming = proxy.arming();
+    let first = arming.arm(Rule {
+        matcher: Matcher::script(name, &[]),
+        action: Action::DelayRequest(FIRST_ATTEMPT_HELD),
+    });
+    let started = Instant::now();
+    let guard = lock
+        .lock_with_lease(RE_ENTERED_LEASE)
+        .expect("the retry takes the lock");
+    assert!(
+        first.wait_fired(Duration::from_secs(1)),
+        "the first attempt was not held back"
+    );
+    // Past the lease as the call counted it, within the late re-entry's.
+    let after_lease = started + RE_ENTERED_LEASE + Duration::from_millis(300);
+    thread::sleep(after_lease.saturating_duration_since(Instant::now()));
+    assert!(
+        server.exists(name),
+        "Redis keeps the hold the late attempt re-entered"
+    );
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            arming.arm(Rule {
+                matcher: Matcher::script(name, &[]),
+                action: Action::DelayRequest(LATER_ATTEMPTS_HELD),
+            })
+        })
+        .collect();
+    let tried = lock.try_lock();
+    assert!(
+        held.iter().all(|h| h.wait_fired(Duration::from_secs(1))) && tried.is_err(),
+        "the try_lock's attempts were not held back as planned ({}; {:?})",
+        proxy.summary(),
+        tried.map(|g| g.is_some())
+    );
+    // The late attempts and the undos behind them have run by then.
+    thread::sleep(LATER_ATTEMPTS_HELD + Duration::from_millis(700));
+    let unlocked = guard.unlock();
+    let free = wait_until(Duration::from_secs(2), || !server.exists(name));
+    assert!(
+        free.is_some(),
+        "the lock stayed taken after its only guard's unlock ({unlocked:?}): HGETALL {:?}, \
+         PTTL {} ms",
+        server.cmd::<Vec<(String, String)>>(&["HGETALL", name]),
+        server.cmd::<i64>(&["PTTL", name])
+    );
+}
