@@ -161,6 +161,19 @@ fn undo_late(cfg: &Config, s: &mut State, c: u8, t: u8, call: &mut Call) -> Flow
     } else {
         std::mem::take(&mut call.cut)
     };
+    if !late.is_empty()
+        && holds::leased(cfg, c, h)
+        && !cfg.mutated(ClientMutation::LateAttemptLeaseNotCounted)
+    {
+        // A late attempt that re-enters a hold of the thread's sets the
+        // key's TTL when it runs, up to its undo's keep time
+        // (`RenewalMap::late_attempts_may_reach`).
+        let reaches =
+            cfg.latch_ticks() + cfg.lease_ticks(cfg.clients[usize::from(c)][usize::from(h)]);
+        if let Some(gen) = &mut s.thread_mut(c, h).gen {
+            gen.may_last = gen.may_last.max(reaches);
+        }
+    }
     if !late.is_empty() && !cfg.mutated(ClientMutation::NoUndoBehindLate) {
         let lane = &s.thread(c, h).lane;
         let pending = lane

@@ -141,6 +141,14 @@ pub enum ClientMutation {
     /// later acquire's undo leaves one hold no guard stands for (found by
     /// this model in the library as built, defect 11).
     ReentryLeaseNotExtended,
+    /// A call that ends with late attempts leaves the generation's lease
+    /// end as it was (`RenewalMap::late_attempts_may_reach` left out): a
+    /// late attempt that re-enters the hold the call's retry took sets
+    /// the key's TTL anew when it runs, the client takes the holds for
+    /// expired earlier, and a later acquire's undo leaves one hold no
+    /// guard stands for (found by this model's three-fault
+    /// configuration, the second shape of defect 11).
+    LateAttemptLeaseNotCounted,
     /// With two locks on one channel (`x` and `{x}`), a local release
     /// reserves the oldest parked waiter of the channel whatever its lock
     /// (`PubSub::reserve_successor` without `Channel::with_lock`): the
@@ -180,6 +188,7 @@ impl ClientMutation {
         ClientMutation::UnreplicatedUndoOffLane,
         ClientMutation::ExpiredGenerationOutlivesAcquire,
         ClientMutation::ReentryLeaseNotExtended,
+        ClientMutation::LateAttemptLeaseNotCounted,
         ClientMutation::HandOverToOtherLock,
         ClientMutation::MessageWakesOneLock,
     ];
