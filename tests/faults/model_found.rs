@@ -16,6 +16,19 @@ use crate::bounded::wait_until;
 use crate::fault_proxy::{Action, FaultProxy, Matcher, Rule};
 use crate::support::RedisServer;
 
+/// A client through `proxy` with a 400 ms response timeout and `retries`
+/// retries 20 ms apart: an attempt held back past 400 ms times out and is
+/// kept for its undo.
+fn proxied(proxy: &FaultProxy, retries: u32) -> redhold::Client {
+    redhold::Client::builder()
+        .url(proxy.url())
+        .response_timeout(Duration::from_millis(400))
+        .retry_attempts(retries)
+        .retry_delay(Duration::from_millis(20))
+        .build()
+        .expect("client through the proxy")
+}
+
 /// How long the proxy holds the retry's request back: past the client's
 /// response timeout, so the retry times out and is kept for its undo.
 const RETRY_HELD: Duration = Duration::from_millis(1500);
@@ -212,13 +225,7 @@ fn late_retry_failed(
 ) {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
-    let client = redhold::Client::builder()
-        .url(proxy.url())
-        .response_timeout(Duration::from_millis(400))
-        .retry_attempts(1)
-        .retry_delay(Duration::from_millis(20))
-        .build()
-        .expect("client through the proxy");
+    let client = proxied(&proxy, 1);
     let lock = client.lock(name);
     // Every script loaded: the held-back EVALSHA finds its script.
     lock.lock()
@@ -374,12 +381,7 @@ const OLD_LEASE: Duration = Duration::from_millis(300);
 fn an_expired_guards_unlock_does_not_release_a_hold_its_thread_took_since() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
-    let client = redhold::Client::builder()
-        .url(proxy.url())
-        .response_timeout(Duration::from_millis(400))
-        .retry_attempts(0)
-        .build()
-        .expect("client through the proxy");
+    let client = proxied(&proxy, 0);
     let other = server.client();
     let name = "found:expired-guard-unlock";
     let lock = client.lock(name);
@@ -456,12 +458,7 @@ const REENTRY_LEASE: Duration = Duration::from_secs(4);
 fn a_reentry_the_call_did_not_keep_still_counts_for_its_generation() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
-    let client = redhold::Client::builder()
-        .url(proxy.url())
-        .response_timeout(Duration::from_millis(400))
-        .retry_attempts(0)
-        .build()
-        .expect("client through the proxy");
+    let client = proxied(&proxy, 0);
     let name = "found:reentry-not-kept";
     let lock = client.lock(name);
     // Every script loaded: the cut and held-back EVALSHAs find theirs.
@@ -540,13 +537,7 @@ const EXPIRED_READ_LEASE: Duration = Duration::from_millis(300);
 fn a_failed_read_try_lock_after_an_expired_read_hold_leaves_no_hold_behind() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
-    let client = redhold::Client::builder()
-        .url(proxy.url())
-        .response_timeout(Duration::from_millis(400))
-        .retry_attempts(1)
-        .retry_delay(Duration::from_millis(20))
-        .build()
-        .expect("client through the proxy");
+    let client = proxied(&proxy, 1);
     let other = server.client();
     let name = "found:read-dead-hold";
     let lock = client.read_write_lock(name).read();
@@ -670,13 +661,7 @@ const LATER_ATTEMPTS_HELD: Duration = Duration::from_millis(600);
 fn a_late_attempt_that_re_enters_counts_for_its_generation() {
     let server = RedisServer::start();
     let proxy = FaultProxy::start(server.port());
-    let client = redhold::Client::builder()
-        .url(proxy.url())
-        .response_timeout(Duration::from_millis(400))
-        .retry_attempts(1)
-        .retry_delay(Duration::from_millis(20))
-        .build()
-        .expect("client through the proxy");
+    let client = proxied(&proxy, 1);
     let name = "found:late-reentry";
     let lock = client.lock(name);
     // Every script loaded: the held-back EVALSHAs find theirs.
