@@ -167,6 +167,7 @@ mod tests {
         declared.extend([
             "semaphore_give_back.lua".into(),
             "expirable_give_back.lua".into(),
+            "latch_count_down_undo.lua".into(),
         ]);
         declared.sort();
         assert_eq!(declared, on_disk);
