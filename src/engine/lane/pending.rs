@@ -75,11 +75,6 @@ pub(crate) struct PendingRelease {
     pub(crate) attempts_made: AtomicU32,
     /// When the first attempt was sent; `None` while none was.
     first_sent: Mutex<Option<Instant>>,
-    /// The latest moment an attempt may have been sent (a send's deadline,
-    /// or when its sender left it to the lane): a stalled server may run
-    /// that copy up to its latch's TTL later, so the release is not taken
-    /// for settled before then.
-    last_sent: Mutex<Option<Instant>>,
     /// How long the request's latch lives from the first send (for a
     /// synchronizer's give-back: from the call's latch, given as a moment).
     latch: Latch,
@@ -132,7 +127,6 @@ impl PendingRelease {
             done: AtomicBool::new(false),
             request_id: Mutex::new(request.request_id),
             attempts_made: AtomicU32::new(request.attempts_made),
-            last_sent: Mutex::new(request.first_sent.map(|_| Instant::now())),
             first_sent: Mutex::new(request.first_sent),
             latch: Latch::FromFirstSend(request.latch_ttl),
             record,
@@ -162,7 +156,6 @@ impl PendingRelease {
             request_id: Mutex::new(String::new()),
             attempts_made: AtomicU32::new(1),
             first_sent: Mutex::new(Some(Instant::now())),
-            last_sent: Mutex::new(Some(Instant::now())),
             latch: Latch::Until(latch_alive_until),
             record: None,
             lease_end: None,
@@ -182,19 +175,6 @@ impl PendingRelease {
         match self.latch {
             Latch::FromFirstSend(ttl) => (*self.first_sent.lock())?.checked_add(ttl),
             Latch::Until(at) => Some(at),
-        }
-    }
-
-    /// Whether no copy sent may still run at `now`: a copy a stalled server
-    /// holds runs up to its latch's TTL after it was sent (the documented
-    /// limit), and copies sent after the first may outlive the first's
-    /// latch end. A synchronizer's give-back has a latch of fixed end.
-    fn no_copy_may_run(&self, now: Instant) -> bool {
-        match self.latch {
-            Latch::FromFirstSend(ttl) => (*self.last_sent.lock())
-                .and_then(|last| last.checked_add(ttl))
-                .is_none_or(|end| now >= end),
-            Latch::Until(_) => true,
         }
     }
 
@@ -218,9 +198,7 @@ impl PendingRelease {
             // Every copy of it ran by now, or never will: its outcome is
             // unknown, and a hold it did not release is one Redis counts
             // beyond the guards (given back by the orphan rules).
-            Some(until) if sent && now >= until && self.no_copy_may_run(now) => {
-                return self.unconfirmed(at)
-            }
+            Some(until) if sent && now >= until => return self.unconfirmed(at),
             // Sent now, it could reach Redis after its latch is gone and
             // release a second hold. Not sent: wait for the latch's end,
             // when no earlier copy can run any more.
@@ -235,7 +213,6 @@ impl PendingRelease {
             }
             *self.first_sent.lock() = Some(now);
         }
-        *self.last_sent.lock() = Some(deadline);
         let request_id = self.request_id.lock().clone();
         let target = Target {
             server: at.server,
@@ -305,7 +282,6 @@ impl PendingRelease {
                     *self.request_id.lock() = requests.next();
                     self.attempts_made.store(0, Ordering::SeqCst);
                     *self.first_sent.lock() = None;
-                    *self.last_sent.lock() = None;
                     *self.purpose.lock() = Purpose::Unguarded { more: more - 1 };
                     return Outcome::Again;
                 }
