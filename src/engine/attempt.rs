@@ -218,11 +218,11 @@ impl<K: KindOps> Call<'_, K> {
             (late.take(), late.cut_since_answer())
         };
         if !late.is_empty() {
+            let keep_until =
+                Instant::now() + Resends::Retries.latch_ttl(self.engine.server.config());
             // A late attempt that re-enters a hold of the thread's sets the
             // key's TTL when it runs, up to its undo's keep time.
-            let reaches = (Instant::now()
-                + Resends::Retries.latch_ttl(self.engine.server.config()))
-            .checked_add(Duration::from_millis(self.lease_ms));
+            let reaches = keep_until.checked_add(Duration::from_millis(self.lease_ms));
             self.engine
                 .renewals
                 .late_attempts_may_reach(self.lock.name, &self.field, reaches);
@@ -230,7 +230,7 @@ impl<K: KindOps> Call<'_, K> {
                 let here = self.engine.renewals.counted(self.lock.name, &self.field);
                 here.saturating_add(releases)
             });
-            self.undo_behind(turn, late, above, cut);
+            self.undo_behind(turn, late, above, cut, keep_until);
         }
         turn.late_undone();
     }
@@ -308,11 +308,18 @@ impl<K: KindOps> Call<'_, K> {
     /// they ran or not, and no answer counted them; the call skipped its
     /// settling look, a late attempt being still on its way) may each hold
     /// one more: the last late attempt's undo gives back that many more,
-    /// with the same condition, so never one a guard stands for.
+    /// with the same condition, so never one a guard stands for. The
+    /// undos are kept until `keep_until` (the late attempts' latch life).
     #[cold]
-    fn undo_behind(&self, turn: &Turn<'_>, late: Vec<Conn>, above: u32, cut: usize) {
+    fn undo_behind(
+        &self,
+        turn: &Turn<'_>,
+        late: Vec<Conn>,
+        above: u32,
+        cut: usize,
+        keep_until: Instant,
+    ) {
         let engine = self.engine;
-        let keep_until = Instant::now() + Resends::Retries.latch_ttl(engine.server.config());
         let last = late.len().saturating_sub(1);
         for (n, conn) in late.into_iter().enumerate() {
             let recorder = RefCell::new(Recorder::default());
